@@ -1,0 +1,1 @@
+"""taso.backends"""

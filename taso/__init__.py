@@ -1,0 +1,1 @@
+"""taso-onnx: verified graph substitutions that make ONNX models faster."""
