@@ -1,1 +1,36 @@
-"""taso-onnx: verified graph substitutions that make ONNX models faster."""
+"""taso-onnx: verified graph substitutions that make ONNX models faster.
+
+The public API is what this module exports (pinned by tests/test_public_api.py);
+everything else is private even where its name has no underscore.
+"""
+
+from taso.api import OptimizeResult, optimize_onnx
+from taso.errors import (
+    BackendError,
+    InputError,
+    InvalidModelError,
+    NumericMismatchError,
+    TasoError,
+    UnsupportedModelError,
+    UsageError,
+    VerificationError,
+)
+from taso.report import CheckStatus, Decision, Latency, Report, StopReason
+
+__all__ = [
+    "BackendError",
+    "CheckStatus",
+    "Decision",
+    "InputError",
+    "InvalidModelError",
+    "Latency",
+    "NumericMismatchError",
+    "OptimizeResult",
+    "Report",
+    "StopReason",
+    "TasoError",
+    "UnsupportedModelError",
+    "UsageError",
+    "VerificationError",
+    "optimize_onnx",
+]

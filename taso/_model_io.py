@@ -1,0 +1,183 @@
+"""Reading models with clear errors, checking them, and writing them atomically.
+
+`load_model` turns every way a file can be wrong into one typed `InputError` with a
+one-line message. `save_model_atomic` writes to temporary files in the destination
+folder and renames them into place, so a crash or Ctrl-C never leaves a half-written
+model; external data is streamed tensor by tensor into a data file of the output's own.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+from google.protobuf.message import DecodeError
+
+from taso.errors import InvalidModelError, UnsupportedModelError, UsageError
+
+_PROTO_LIMIT = 2**31 - 1
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model as read: the proto (external data not loaded), its file, and its folder."""
+
+    model: onnx.ModelProto
+    path: Path | None
+    base_dir: str
+
+
+def load_model(source: str | os.PathLike[str] | onnx.ModelProto) -> LoadedModel:
+    """Read and sanity-check a model; raise InvalidModelError/UnsupportedModelError on bad input."""
+    if isinstance(source, onnx.ModelProto):
+        model, path = source, None
+    elif isinstance(source, str | os.PathLike):
+        path = Path(source)
+        model = _read(path)
+    else:
+        raise UsageError(f"expected a path or an onnx.ModelProto, got {type(source).__name__}")
+    _check_versions(model)
+    base_dir = str(path.parent) if path is not None else ""
+    return LoadedModel(model=model, path=path, base_dir=base_dir)
+
+
+def _read(path: Path) -> onnx.ModelProto:
+    if not path.exists():
+        raise InvalidModelError(f"{path}: no such file")
+    if not path.is_file():
+        raise InvalidModelError(f"{path}: not a regular file")
+    if path.stat().st_size == 0:
+        raise InvalidModelError(f"{path}: the file is empty")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except (DecodeError, RuntimeError, ValueError, UnicodeDecodeError) as exc:
+        raise InvalidModelError(f"{path}: not an ONNX model (protobuf parse failed: {_first_line(exc)})") from None
+    if model.ir_version == 0 or not model.HasField("graph"):
+        raise InvalidModelError(f"{path}: not an ONNX model (no IR version or no graph)")
+    return model
+
+
+def _check_versions(model: onnx.ModelProto) -> None:
+    if model.ir_version > onnx.IR_VERSION:
+        raise UnsupportedModelError(
+            f"IR version {model.ir_version} is newer than this onnx supports ({onnx.IR_VERSION})"
+        )
+    newest = onnx.defs.onnx_opset_version()
+    for opset in model.opset_import:
+        if opset.domain in _DEFAULT_DOMAINS and opset.version > newest:
+            raise UnsupportedModelError(f"opset {opset.version} is newer than this onnx supports ({newest})")
+
+
+def check_model(model: onnx.ModelProto, *, path: Path | None = None) -> None:
+    """onnx.checker full check; by path when the proto is too large to serialize."""
+    try:
+        if path is not None and (model.ByteSize() > _PROTO_LIMIT or _has_external_data(model)):
+            onnx.checker.check_model(str(path), full_check=True)
+        else:
+            onnx.checker.check_model(model, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError, ValueError) as exc:
+        raise InvalidModelError(f"the model fails the ONNX checker: {_first_line(exc)}") from None
+
+
+def _has_external_data(model: onnx.ModelProto) -> bool:
+    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+
+
+def check_output_path(output: str | os.PathLike[str], *, input_path: Path | None) -> Path:
+    """Refuse output paths that cannot be written or that would overwrite the input."""
+    out = Path(output)
+    if input_path is not None and out.resolve() == input_path.resolve():
+        raise UsageError(f"{out}: the output path is the input file; the input is never overwritten")
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"{out}: the output folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{out}: the output folder {folder} is not writable")
+    if out.is_dir():
+        raise UsageError(f"{out}: the output path is a folder")
+    return out
+
+
+def save_model_atomic(model: onnx.ModelProto, output: Path, *, base_dir: str = "") -> None:
+    """Write `model` to `output` via temp files + rename; stream external data to `<output>.data`."""
+    data_name = output.name + ".data"
+    needs_external = _has_external_data(model) or model.ByteSize() > _PROTO_LIMIT
+    with _temp_file(output.parent, output.name) as tmp_model:
+        if needs_external:
+            with _temp_file(output.parent, data_name) as tmp_data:
+                _externalize(model, tmp_data, data_name, base_dir)
+                _write_proto(model, tmp_model)
+                os.replace(tmp_data, output.parent / data_name)
+        else:
+            _write_proto(model, tmp_model)
+        os.replace(tmp_model, output)
+
+
+def _write_proto(model: onnx.ModelProto, path: Path) -> None:
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())
+        f.flush()
+        os.fsync(f.fileno())
+
+
+@contextmanager
+def _temp_file(folder: Path, name: str) -> Iterator[Path]:
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+_EXTERNAL_MIN_BYTES = 1024
+
+
+def _externalize(model: onnx.ModelProto, data_path: Path, data_name: str, base_dir: str) -> None:
+    """Move every large or already-external tensor into one data file, one tensor at a time."""
+    with open(data_path, "wb") as sink:
+        for tensor in model.graph.initializer:
+            payload = _tensor_payload(tensor, base_dir)
+            if payload is None:
+                continue
+            offset = sink.tell()
+            sink.write(payload)
+            _set_external(tensor, data_name, offset, len(payload))
+        sink.flush()
+        os.fsync(sink.fileno())
+
+
+def _tensor_payload(tensor: onnx.TensorProto, base_dir: str) -> bytes | None:
+    if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        info = {e.key: e.value for e in tensor.external_data}
+        source = Path(base_dir) / info["location"]
+        offset = int(info.get("offset", 0))
+        with open(source, "rb") as f:
+            f.seek(offset)
+            length = int(info["length"]) if "length" in info else -1
+            return f.read(length)
+    if tensor.HasField("raw_data") and len(tensor.raw_data) >= _EXTERNAL_MIN_BYTES:
+        payload = tensor.raw_data
+        tensor.ClearField("raw_data")
+        return payload
+    return None
+
+
+def _set_external(tensor: onnx.TensorProto, location: str, offset: int, length: int) -> None:
+    del tensor.external_data[:]
+    for key, value in (("location", location), ("offset", str(offset)), ("length", str(length))):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+    tensor.data_location = onnx.TensorProto.EXTERNAL

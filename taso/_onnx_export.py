@@ -1,0 +1,107 @@
+"""Graph IR -> ONNX ModelProto, keeping everything the original model had.
+
+Every field of the original model and graph is carried over (metadata, doc strings,
+opset imports, functions, training info, sparse initializers, value_info of values that
+still exist). Nodes imported from the file are written from their original NodeProto;
+nodes made by rewrites are built from their op and attributes. Internal weight
+transforms (domain `taso.internal`) must have been folded into initializers first
+(`taso._fold`). The IR version written is the lower of the original's and the highest
+the installed onnxruntime accepts.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import onnx
+
+from taso._onnx_import import ModelContext
+from taso.errors import VerificationError
+from taso.ir import INTERNAL_DOMAIN, AttrValue, Graph, Node
+
+_GRAPH_FIELDS_REBUILT = {"node", "initializer", "value_info"}
+
+
+def export_model(graph: Graph, *, ir_version: int | None = None) -> onnx.ModelProto:
+    """Build a ModelProto for `graph` from its template; weights are referenced, not re-encoded."""
+    context = graph.context
+    if not isinstance(context, ModelContext):
+        raise TypeError("graph has no ModelContext: was it made by taso.import?")
+    template = context.template
+    model = onnx.ModelProto()
+    for descriptor, value in template.ListFields():
+        if descriptor.name != "graph":
+            _copy_field(model, descriptor, value)
+    _build_graph(model.graph, graph, template.graph)
+    model.ir_version = min(template.ir_version, ir_version or _max_ir_version())
+    return model
+
+
+def _max_ir_version() -> int:
+    from taso.backends import max_ir_version
+
+    return max_ir_version()
+
+
+def _copy_field(target: object, descriptor: object, value: object) -> None:
+    name = descriptor.name  # type: ignore[attr-defined]
+    if descriptor.is_repeated:  # type: ignore[attr-defined]
+        getattr(target, name).extend(value)  # type: ignore[arg-type]
+    elif descriptor.message_type is not None:  # type: ignore[attr-defined]
+        getattr(target, name).CopyFrom(value)
+    else:
+        setattr(target, name, value)
+
+
+def _build_graph(out: onnx.GraphProto, graph: Graph, template: onnx.GraphProto) -> None:
+    for descriptor, value in template.ListFields():
+        if descriptor.name not in _GRAPH_FIELDS_REBUILT:
+            _copy_field(out, descriptor, value)
+    for node in graph.ordered_nodes():
+        out.node.append(node.proto if node.proto is not None else node_to_proto(node))
+    out.initializer.extend(_initializers_to_keep(graph, template))
+    defined = set(graph.producers) | set(graph.initializers) | set(graph.inputs)
+    out.value_info.extend(v for v in template.value_info if v.name in defined)
+
+
+def _initializers_to_keep(graph: Graph, template: onnx.GraphProto) -> list[onnx.TensorProto]:
+    """Original initializers in file order, minus those a rewrite stopped using; then new ones."""
+    used_now = set(graph.consumers) | set(graph.outputs)
+    used_before = _names_read(template)
+    kept = [
+        t
+        for t in template.initializer
+        if t.name in graph.initializers and (t.name in used_now or t.name not in used_before)
+    ]
+    original = {t.name for t in template.initializer}
+    added = [init.proto for name, init in graph.initializers.items() if name not in original and name in used_now]
+    return kept + added
+
+
+def _names_read(template: onnx.GraphProto) -> set[str]:
+    from taso._onnx_import import captured_names
+
+    names = {o.name for o in template.output}
+    for node in template.node:
+        names.update(itertools.chain(node.input, captured_names(node)))
+    return names
+
+
+def node_to_proto(node: Node) -> onnx.NodeProto:
+    """Emit a node made by a rewrite; internal ops must have been folded before."""
+    if node.domain == INTERNAL_DOMAIN:
+        raise VerificationError(f"internal op {node.op_type} reached export without being folded")
+    proto = onnx.helper.make_node(node.op_type, list(node.inputs), list(node.outputs), name=node.name, domain=node.domain or None)
+    for key, value in node.attributes:
+        proto.attribute.append(_encode_attribute(key, value))
+    return proto
+
+
+def _encode_attribute(key: str, value: AttrValue) -> onnx.AttributeProto:
+    if isinstance(value, onnx.AttributeProto):
+        attr = onnx.AttributeProto()
+        attr.CopyFrom(value)
+        return attr
+    if isinstance(value, tuple) and not value:
+        raise VerificationError(f"attribute {key} is an empty list; its type cannot be inferred")
+    return onnx.helper.make_attribute(key, list(value) if isinstance(value, tuple) else value)

@@ -1,0 +1,207 @@
+"""`optimize_onnx`: the one entry point deployment pipelines call.
+
+    load -> import (IR) -> search -> export -> check on ORT -> measure both -> pick -> write
+
+Contracts: the input (file or proto) is never modified; `output` is written atomically
+and only after every check passed; every failure that is the input's fault raises an
+`InputError` before anything is written. A time budget of 0 means no search at all: the
+result is a pure round trip of the original.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import onnx
+
+from taso._model_io import (
+    LoadedModel,
+    check_model,
+    check_output_path,
+    load_model,
+    save_model_atomic,
+)
+from taso._onnx_export import export_model
+from taso._onnx_import import import_model
+from taso.errors import BackendError
+from taso.ir import Graph
+from taso.report import CheckStatus, Decision, Latency, Report, StopReason
+
+DEFAULT_TIME_BUDGET_S = 10.0
+
+
+@dataclass(frozen=True)
+class OptimizeResult:
+    """The returned model and the report of how it was obtained."""
+
+    model: onnx.ModelProto
+    report: Report
+
+
+@dataclass(frozen=True)
+class _SearchOutcome:
+    graph: Graph
+    applied: dict[str, int]
+    stop_reason: StopReason
+    explored: int = 0
+    predicted_original_ms: float | None = None
+    predicted_best_ms: float | None = None
+
+
+@dataclass
+class _Phases:
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def time(self, phase: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - start
+
+
+def optimize_onnx(
+    model: str | os.PathLike[str] | onnx.ModelProto,
+    output: str | os.PathLike[str] | None = None,
+    *,
+    backend: str = "ort-cpu",
+    time_budget_s: float = DEFAULT_TIME_BUDGET_S,
+    alpha: float = 1.05,
+    check: bool = True,
+    rules: object | None = None,
+    shapes: str | Mapping[str, object] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> OptimizeResult:
+    """Optimize an ONNX model with verified rewrites; return the faster of it and the original.
+
+    `model` is a path or a ModelProto; `output`, if given, receives the result atomically.
+    `shapes` fills dynamic dims for checking and measuring (e.g. "input=1x3x224x224,batch=1").
+    """
+    if time_budget_s < 0:
+        from taso.errors import UsageError
+
+        raise UsageError(f"time budget must be >= 0 seconds, got {time_budget_s}")
+    phases = _Phases()
+    say = progress or (lambda _msg: None)
+    with phases.time("load"):
+        loaded = load_model(model)
+        out_path = check_output_path(output, input_path=loaded.path) if output is not None else None
+        graph = import_model(loaded.model, base_dir=loaded.base_dir)
+        check_model(loaded.model, path=loaded.path)
+    say(f"loaded: {len(graph.nodes)} nodes")
+    with phases.time("search"):
+        outcome = _search(graph, time_budget_s=time_budget_s, alpha=alpha, rules=rules, backend=backend)
+    with phases.time("export"):
+        original = export_model(graph)
+        candidate = export_model(outcome.graph) if outcome.applied else original
+        if outcome.applied:
+            check_model(candidate)
+    result = _check_and_choose(loaded, original, candidate, outcome, check=check, shapes=shapes, phases=phases, say=say)
+    if out_path is not None:
+        with phases.time("write"):
+            save_model_atomic(result.model, out_path, base_dir=loaded.base_dir)
+    return result
+
+
+def _search(graph: Graph, *, time_budget_s: float, alpha: float, rules: object | None, backend: str) -> _SearchOutcome:
+    if time_budget_s == 0:
+        return _SearchOutcome(graph, {}, StopReason.NO_SEARCH)
+    return _SearchOutcome(graph, {}, StopReason.NO_RULES)
+
+
+def _check_and_choose(
+    loaded: LoadedModel,
+    original: onnx.ModelProto,
+    candidate: onnx.ModelProto,
+    outcome: _SearchOutcome,
+    *,
+    check: bool,
+    shapes: str | Mapping[str, object] | None,
+    phases: _Phases,
+    say: Callable[[str], None],
+) -> OptimizeResult:
+    from taso import backends
+
+    notes: list[str] = []
+    status, diffs, latency = CheckStatus.SKIPPED, {}, Latency(
+        predicted_original_ms=outcome.predicted_original_ms, predicted_optimized_ms=outcome.predicted_best_ms
+    )
+    runnable_original = _runnable(original, loaded)
+    decision = Decision.OPTIMIZED if outcome.applied else Decision.UNCHANGED
+    try:
+        profile = _profile(shapes)
+        inputs = backends.make_inputs(runnable_original, profile=profile)
+        if check:
+            with phases.time("check"):
+                say("checking outputs against the original on ONNX Runtime")
+                comparison = backends.compare_outputs(
+                    backends.run_model(runnable_original, inputs), backends.run_model(candidate, inputs)
+                )
+            status = CheckStatus.PASSED if comparison.passed else CheckStatus.FAILED
+            diffs = comparison.max_abs_diffs()
+            if not comparison.passed:
+                notes.append("outputs differ from the original: " + comparison.summary())
+                decision = Decision.MISMATCH
+        if check and decision is Decision.OPTIMIZED:
+            with phases.time("measure"):
+                say("measuring both models interleaved")
+                timing = backends.measure_interleaved(runnable_original, candidate, inputs)
+            latency = Latency(
+                predicted_original_ms=latency.predicted_original_ms,
+                predicted_optimized_ms=latency.predicted_optimized_ms,
+                measured_original_ms=timing.median_a_ms,
+                measured_optimized_ms=timing.median_b_ms,
+                measured_spread=timing.spread,
+            )
+            if not timing.b_faster:
+                decision = Decision.NOT_FASTER
+    except BackendError as exc:
+        notes.append(f"ONNX Runtime cannot run this model, so it was neither checked nor measured: {exc}")
+        warnings.warn(notes[-1], stacklevel=3)
+        status = CheckStatus.SKIPPED
+        if outcome.applied:
+            decision = Decision.UNMEASURED
+    chosen = candidate if decision in (Decision.OPTIMIZED, Decision.UNMEASURED) else original
+    report = Report(
+        input_nodes=len(loaded.model.graph.node),
+        output_nodes=len(chosen.graph.node),
+        applied_rewrites=dict(outcome.applied) if chosen is candidate else {},
+        latency=latency,
+        max_abs_diff=diffs,
+        check=status,
+        decision=decision,
+        stop_reason=outcome.stop_reason,
+        graphs_explored=outcome.explored,
+        phase_seconds=dict(phases.seconds),
+        warnings=tuple(notes),
+    )
+    return OptimizeResult(model=chosen, report=report)
+
+
+def _runnable(original: onnx.ModelProto, loaded: LoadedModel) -> onnx.ModelProto | Path:
+    """The original as ORT should load it: by path when weights live in external files."""
+    if loaded.path is not None and any(t.data_location == onnx.TensorProto.EXTERNAL for t in original.graph.initializer):
+        return loaded.path
+    return original
+
+
+def _profile(shapes: str | Mapping[str, object] | None) -> object | None:
+    from taso.backends import ShapeProfile
+
+    if shapes is None:
+        return None
+    if isinstance(shapes, str):
+        return ShapeProfile.parse(shapes)
+    return ShapeProfile.of(**shapes)  # type: ignore[arg-type]
+
+
+def _stderr(message: str) -> None:
+    print(f"taso: {message}", file=sys.stderr)

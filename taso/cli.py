@@ -1,0 +1,116 @@
+"""The `taso` command line: `taso optimize IN.onnx -o OUT.onnx [...]`.
+
+Exit codes: 0 success, 2 bad input or usage (one line on stderr, no traceback),
+1 internal error. Progress goes to stderr; the summary to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from taso.errors import InputError, TasoError
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
+
+
+class _UsageFailure(Exception):
+    """argparse found bad usage; carries its one-line message."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _UsageFailure(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="taso", description="Make ONNX models faster with verified graph rewrites.")
+    parser.add_argument("--version", action="version", version=f"taso-onnx {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    opt = commands.add_parser("optimize", help="optimize a model")
+    opt.add_argument("input", type=Path, help="input .onnx model (never modified)")
+    opt.add_argument("-o", "--output", type=Path, required=True, help="where to write the result")
+    opt.add_argument("--report", type=Path, help="also write the report as JSON here")
+    opt.add_argument("--backend", default="ort-cpu", choices=["ort-cpu", "ort-cuda", "analytical"])
+    opt.add_argument("--time-budget", type=float, default=None, metavar="S", help="search seconds (0: no search)")
+    opt.add_argument("--alpha", type=float, default=1.05, help="relaxation factor of the search")
+    opt.add_argument("--no-check", action="store_true", help="skip the numeric check against the original")
+    opt.add_argument(
+        "--shape", action="append", default=[], metavar="NAME=DIMS",
+        help="fill dynamic dims for checking/measuring: input=1x3x640x640 or symbol=4 (repeatable)",
+    )
+    opt.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    return parser
+
+
+def _version() -> str:
+    try:
+        return version("taso-onnx")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        return _optimize(args)
+    except _UsageFailure as exc:
+        print(f"taso: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except InputError as exc:
+        print(f"taso: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except TasoError as exc:
+        print(f"taso: internal error: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+    except KeyboardInterrupt:
+        print("taso: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: still one line, but say it is ours
+        print(f"taso: internal error ({type(exc).__name__}): {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    import warnings
+
+    from taso._model_io import check_output_path
+    from taso.api import DEFAULT_TIME_BUDGET_S, optimize_onnx
+
+    if args.report is not None:
+        check_output_path(args.report, input_path=args.input)
+    progress = None if args.quiet else (lambda msg: print(f"taso: {msg}", file=sys.stderr))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = optimize_onnx(
+            args.input,
+            args.output,
+            backend=args.backend,
+            time_budget_s=DEFAULT_TIME_BUDGET_S if args.time_budget is None else args.time_budget,
+            alpha=args.alpha,
+            check=not args.no_check,
+            shapes=",".join(args.shape) or None,
+            progress=progress,
+        )
+    if args.report is not None:
+        _write_text_atomic(args.report, result.report.to_json() + "\n")
+    print(result.report.summary())
+    print(f"wrote {args.output}")
+    return EXIT_OK
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""The report of one optimization: what was done, what was measured, what was decided.
+
+`Report.to_json()` is the stable machine-readable form (the CLI's `--report`);
+`Report.summary()` is the human-readable text the CLI prints at the end.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import asdict, dataclass, field
+
+
+class StopReason(enum.Enum):
+    """Why the search stopped."""
+
+    NO_SEARCH = "no search: time budget is 0"
+    NO_RULES = "no rules to apply"
+    EXHAUSTED = "search space exhausted"
+    TIME_BUDGET = "time budget reached"
+    GRAPH_BUDGET = "explored-graph budget reached"
+
+
+class Decision(enum.Enum):
+    """Which model was returned, and why."""
+
+    OPTIMIZED = "optimized model returned: measured faster"
+    UNCHANGED = "original returned: no rewrite applied"
+    NOT_FASTER = "original returned: the optimized model was not measurably faster"
+    MISMATCH = "original returned: the optimized model's outputs differ"
+    UNMEASURED = "optimized model returned unmeasured: ONNX Runtime cannot run this model"
+
+
+class CheckStatus(enum.Enum):
+    """Outcome of the numeric comparison of the returned model against the original."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Latencies in milliseconds; None where not measured or not predicted."""
+
+    predicted_original_ms: float | None = None
+    predicted_optimized_ms: float | None = None
+    measured_original_ms: float | None = None
+    measured_optimized_ms: float | None = None
+    measured_spread: float | None = None
+
+    @property
+    def speedup(self) -> float | None:
+        if not self.measured_original_ms or not self.measured_optimized_ms:
+            return None
+        return self.measured_original_ms / self.measured_optimized_ms
+
+
+@dataclass(frozen=True)
+class Report:
+    input_nodes: int
+    output_nodes: int
+    applied_rewrites: dict[str, int]
+    latency: Latency
+    max_abs_diff: dict[str, float | None]
+    check: CheckStatus
+    decision: Decision
+    stop_reason: StopReason
+    graphs_explored: int
+    phase_seconds: dict[str, float]
+    warnings: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data["latency"] = {**asdict(self.latency), "speedup": self.latency.speedup}
+        data["check"] = self.check.value
+        data["decision"] = self.decision.name.lower()
+        data["decision_reason"] = self.decision.value
+        data["stop_reason"] = self.stop_reason.name.lower()
+        data["warnings"] = list(self.warnings)
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    def summary(self) -> str:
+        lat = self.latency
+        lines = [
+            f"nodes: {self.input_nodes} -> {self.output_nodes}",
+            "rewrites: " + (", ".join(f"{k} x{v}" for k, v in sorted(self.applied_rewrites.items())) or "none"),
+            f"search: {self.stop_reason.value}, {self.graphs_explored} graphs explored",
+            f"predicted: {_ms(lat.predicted_original_ms)} -> {_ms(lat.predicted_optimized_ms)}",
+            f"measured:  {_ms(lat.measured_original_ms)} -> {_ms(lat.measured_optimized_ms)}"
+            + (f"  (speedup {lat.speedup:.3f}x)" if lat.speedup else ""),
+            f"check: {self.check.value}" + _diffs(self.max_abs_diff),
+            f"result: {self.decision.value}",
+        ]
+        lines += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f} ms"
+
+
+def _diffs(diffs: dict[str, float | None]) -> str:
+    known = [v for v in diffs.values() if v is not None]
+    return f", max abs diff {max(known):.3g}" if known else ""
