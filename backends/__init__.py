@@ -1,1 +1,65 @@
-"""taso.backends"""
+"""Executors and cost models: ONNX Runtime CPU/CUDA and an analytical roofline.
+
+Check-and-measure helpers (random inputs, running, comparing, interleaved timing) and
+the `Backend` protocol the search prices graphs with.
+"""
+
+from taso.backends._session import (
+    GraphOptimization,
+    ModelSource,
+    Spinning,
+    max_ir_version,
+    run_model,
+)
+from taso.backends.analytical import AnalyticalBackend
+from taso.backends.compare import (
+    Comparison,
+    OutputComparison,
+    OutputStatus,
+    Tolerance,
+    compare_outputs,
+)
+from taso.backends.cost_cache import CACHE_DIR_ENV, CostCache, CostKey, default_cache_dir
+from taso.backends.inputs import make_inputs
+from taso.backends.ort_backends import OrtCpuBackend, OrtCudaBackend
+from taso.backends.profiles import DEFAULT_DIM, ShapeProfile, resolve_shapes
+from taso.backends.protocol import Backend
+from taso.backends.registry import UnknownBackendError, backend_names, get_backend
+from taso.backends.timing import (
+    InterleavedTiming,
+    LatencyStats,
+    measure_interleaved,
+    measure_latency,
+)
+
+__all__ = [
+    "CACHE_DIR_ENV",
+    "DEFAULT_DIM",
+    "AnalyticalBackend",
+    "Backend",
+    "Comparison",
+    "CostCache",
+    "CostKey",
+    "GraphOptimization",
+    "InterleavedTiming",
+    "LatencyStats",
+    "ModelSource",
+    "OrtCpuBackend",
+    "OrtCudaBackend",
+    "OutputComparison",
+    "OutputStatus",
+    "ShapeProfile",
+    "Spinning",
+    "Tolerance",
+    "UnknownBackendError",
+    "backend_names",
+    "compare_outputs",
+    "default_cache_dir",
+    "get_backend",
+    "make_inputs",
+    "max_ir_version",
+    "measure_interleaved",
+    "measure_latency",
+    "resolve_shapes",
+    "run_model",
+]

@@ -1,0 +1,243 @@
+"""ONNX Runtime sessions built from a ModelProto or a path, and plain model execution.
+
+Everything that touches `onnxruntime.InferenceSession` creation goes through here, so
+that three awkward facts are handled in one place:
+
+* onnx may write a newer IR version than the installed onnxruntime accepts; the
+  session gets the model bytes with the IR version lowered to `max_ir_version()`
+  (protobuf merge semantics: appending a serialized `ModelProto(ir_version=n)` to the
+  bytes overrides the field without copying or mutating the caller's proto);
+* models with external data are loaded from their path (their folder is handed to ORT);
+  a ModelProto whose external data is not loaded is refused with a clear message;
+* protos over 2 GiB cannot be serialized; they are written to a temporary folder with
+  external data and the session is created from that file.
+
+Every ORT failure becomes a `BackendError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import functools
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from taso.errors import BackendError, TasoError
+
+ModelSource = onnx.ModelProto | str | os.PathLike[str]
+# An execution provider name, or (name, provider options) as onnxruntime accepts them.
+Provider = str | tuple[str, Mapping[str, str]]
+
+# Protobuf refuses to serialize messages of 2 GiB or more.
+_PROTO_SIZE_LIMIT = 2**31 - 1
+_MIN_PROBED_IR_VERSION = 3
+_MESSAGE_LIMIT = 400
+_EXTERNAL_FOLDER_KEY = "session.model_external_initializers_file_folder_path"
+
+T = TypeVar("T")
+
+
+class GraphOptimization(enum.Enum):
+    """ONNX Runtime graph optimization level (ALL is what users run by default)."""
+
+    DISABLE = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    BASIC = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    EXTENDED = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    ALL = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+
+
+class Spinning(enum.Enum):
+    """Whether idle intra-op threads busy-wait after a run (ORT's default is ON).
+
+    Interleaved timing of two sessions needs OFF: a spinning pool steals a core from
+    the other session on small machines.
+    """
+
+    ON = "1"
+    OFF = "0"
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """How to build an ORT session."""
+
+    threads: int = 2
+    optimization: GraphOptimization = GraphOptimization.ALL
+    spinning: Spinning = Spinning.ON
+    providers: tuple[Provider, ...] = ("CPUExecutionProvider",)
+
+
+def one_line(error: BaseException | str) -> str:
+    """Collapse an error message to a single line of bounded length."""
+    text = " ".join(str(error).split())
+    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 3] + "..."
+
+
+def call_ort(action: str, function: Callable[[], T]) -> T:
+    """Run `function`, turning any ORT (or other non-taso) failure into a BackendError."""
+    try:
+        return function()
+    except TasoError:
+        raise
+    except Exception as error:  # ORT raises many unrelated exception types
+        raise BackendError(f"{action} failed: {one_line(error)}") from error
+
+
+def _identity_model(ir_version: int) -> bytes:
+    value = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])
+    output = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])
+    node = onnx.helper.make_node("Identity", ["x"], ["y"])
+    graph = onnx.helper.make_graph([node], "probe", [value], [output])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 1)])
+    model.ir_version = ir_version
+    return model.SerializeToString()
+
+
+@functools.cache
+def max_ir_version() -> int:
+    """The highest ONNX IR version the installed onnxruntime loads (probed once per process)."""
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    for version in range(onnx.IR_VERSION, _MIN_PROBED_IR_VERSION - 1, -1):
+        try:
+            ort.InferenceSession(
+                _identity_model(version), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception:  # noqa: BLE001 - any refusal means "not this version"
+            continue
+        return version
+    raise BackendError("onnxruntime refuses every probed IR version; is the install broken?")
+
+
+def load_structure(model: ModelSource) -> onnx.ModelProto:
+    """The model's graph without external data (cheap for large models on disk)."""
+    if isinstance(model, onnx.ModelProto):
+        return model
+    return call_ort(f"loading {os.fspath(model)}", lambda: _load_no_data(model))
+
+
+def _load_no_data(path: str | os.PathLike[str]) -> onnx.ModelProto:
+    return onnx.load_model(os.fspath(path), load_external_data=False)
+
+
+def _has_external_data(model: onnx.ModelProto) -> bool:
+    return any(
+        tensor.data_location == onnx.TensorProto.EXTERNAL for tensor in model.graph.initializer
+    )
+
+
+def _ir_override(ir_version: int) -> bytes:
+    """Bytes that, appended to a serialized model, cap its IR version."""
+    capped = min(ir_version, max_ir_version())
+    return onnx.ModelProto(ir_version=capped).SerializeToString()
+
+
+@dataclass(frozen=True)
+class _LoadPlan:
+    """What ORT receives: a path or model bytes, and the folder of external data if any."""
+
+    data: str | bytes
+    external_folder: Path | None
+
+
+def _plan_from_path(path: Path) -> _LoadPlan:
+    if not path.is_file():
+        raise BackendError(f"model file not found: {path}")
+    structure = call_ort(f"reading {path}", lambda: _load_no_data(path))
+    if structure.ir_version <= max_ir_version():
+        return _LoadPlan(str(path), None)
+    data = path.read_bytes() + _ir_override(structure.ir_version)
+    folder = path.parent.resolve() if _has_external_data(structure) else None
+    return _LoadPlan(data, folder)
+
+
+def _plan_from_proto(model: onnx.ModelProto) -> _LoadPlan:
+    if _has_external_data(model):
+        raise BackendError(
+            "the ModelProto references external data that is not loaded; "
+            "pass the model's path or load its external data first"
+        )
+    return _LoadPlan(model.SerializeToString() + _ir_override(model.ir_version), None)
+
+
+@contextlib.contextmanager
+def _large_proto_plan(model: onnx.ModelProto) -> Iterator[_LoadPlan]:
+    """Write a >2 GiB proto to a temporary folder with external data (needs a copy)."""
+    with tempfile.TemporaryDirectory(prefix="taso-large-") as folder:
+        copy = onnx.ModelProto()
+        copy.CopyFrom(model)
+        copy.ir_version = min(copy.ir_version, max_ir_version())
+        path = Path(folder) / "model.onnx"
+        onnx.save_model(copy, path, save_as_external_data=True, location="model.data")
+        del copy
+        yield _plan_from_path(path)
+
+
+@contextlib.contextmanager
+def _load_plan(model: ModelSource) -> Iterator[_LoadPlan]:
+    if not isinstance(model, onnx.ModelProto):
+        yield _plan_from_path(Path(os.fspath(model)))
+    elif model.ByteSize() > _PROTO_SIZE_LIMIT:
+        with _large_proto_plan(model) as plan:
+            yield plan
+    else:
+        yield _plan_from_proto(model)
+
+
+def _session_options(config: SessionConfig, plan: _LoadPlan) -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = config.threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = config.optimization.value
+    options.add_session_config_entry("session.intra_op.allow_spinning", config.spinning.value)
+    if plan.external_folder is not None:
+        options.add_session_config_entry(_EXTERNAL_FOLDER_KEY, str(plan.external_folder))
+    return options
+
+
+def create_session(model: ModelSource, config: SessionConfig) -> ort.InferenceSession:
+    """An ORT session for `model`; raises BackendError if ORT refuses it."""
+    with _load_plan(model) as plan:
+        options = _session_options(config, plan)
+        return call_ort(
+            "loading the model in onnxruntime",
+            lambda: ort.InferenceSession(plan.data, options, providers=_ort_providers(config)),
+        )
+
+
+def _ort_providers(config: SessionConfig) -> list[str | tuple[str, dict[str, str]]]:
+    return [p if isinstance(p, str) else (p[0], dict(p[1])) for p in config.providers]
+
+
+def run_session(
+    session: ort.InferenceSession, inputs: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Run `session` once and name its outputs."""
+    names = [output.name for output in session.get_outputs()]
+    wanted = {value.name for value in session.get_inputs()}
+    feeds = {name: value for name, value in inputs.items() if name in wanted}
+    values = call_ort("running the model in onnxruntime", lambda: session.run(names, feeds))
+    return dict(zip(names, values, strict=True))
+
+
+def run_model(
+    model: ModelSource,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    threads: int = 2,
+    optimization: GraphOptimization = GraphOptimization.ALL,
+) -> dict[str, np.ndarray]:
+    """Run `model` once on ORT CPU and return its outputs by name."""
+    session = create_session(model, SessionConfig(threads=threads, optimization=optimization))
+    return run_session(session, inputs)

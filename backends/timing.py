@@ -1,0 +1,193 @@
+"""Latency measurement on ONNX Runtime: `measure_latency` and `measure_interleaved`.
+
+Both build sessions with ORT_ENABLE_ALL (what users run) and, by default, with intra-op
+spinning off: an ORT session's idle threads busy-wait after each run, so when two
+sessions alternate on a small machine the first steals cores from the second and the
+comparison is biased. Interleaved timing alternates the order per iteration (A B, B A,
+A B, ...) so that neither model always runs first, keeps every per-iteration sample,
+and reports both the ratio of medians and the median of per-iteration ratios (robust
+to slow drifts of the machine's speed).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import onnxruntime as ort
+from taso.backends._session import (
+    GraphOptimization,
+    ModelSource,
+    Provider,
+    SessionConfig,
+    Spinning,
+    call_ort,
+    create_session,
+)
+
+from taso.errors import UsageError
+
+DEFAULT_REPEATS = 30
+DEFAULT_WARMUP = 5
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """Summary of latency samples in milliseconds (all samples kept, in run order)."""
+
+    samples_ms: tuple[float, ...]
+    median_ms: float
+    p10_ms: float
+    p25_ms: float
+    p75_ms: float
+    p90_ms: float
+    min_ms: float
+
+    @classmethod
+    def from_samples(cls, samples_ms: list[float] | tuple[float, ...]) -> LatencyStats:
+        if not samples_ms:
+            raise UsageError("no latency samples")
+        p10, p25, median, p75, p90 = np.percentile(samples_ms, [10, 25, 50, 75, 90])
+        return cls(
+            tuple(samples_ms),
+            float(median),
+            float(p10),
+            float(p25),
+            float(p75),
+            float(p90),
+            float(min(samples_ms)),
+        )
+
+    @property
+    def iqr_ms(self) -> float:
+        return self.p75_ms - self.p25_ms
+
+
+@dataclass(frozen=True)
+class InterleavedTiming:
+    """Two models timed alternately on the same inputs; ratios are B over A."""
+
+    a: LatencyStats
+    b: LatencyStats
+    ratio: float
+    paired_ratio: float
+    paired_ratio_p10: float
+    paired_ratio_p90: float
+
+    @property
+    def speedup(self) -> float:
+        """How many times faster B is than A (A / B, from the paired ratio)."""
+        return 1.0 / self.paired_ratio
+
+
+class _TimedSession:
+    """A session with its feeds and output names fixed, ready to be timed."""
+
+    def __init__(self, model: ModelSource, inputs: Mapping[str, np.ndarray], config: SessionConfig):
+        self.session = create_session(model, config)
+        names = {value.name for value in self.session.get_inputs()}
+        self.feeds = {name: value for name, value in inputs.items() if name in names}
+        self.outputs = [value.name for value in self.session.get_outputs()]
+
+    def run_once(self) -> float:
+        """One run; returns its wall time in milliseconds."""
+        start = time.perf_counter_ns()
+        self.session.run(self.outputs, self.feeds)
+        return (time.perf_counter_ns() - start) / 1e6
+
+    def run_checked(self) -> float:
+        return call_ort("running the model in onnxruntime", self.run_once)
+
+
+def _config(threads: int, spinning: Spinning, providers: tuple[Provider, ...]) -> SessionConfig:
+    return SessionConfig(
+        threads=threads, optimization=GraphOptimization.ALL, spinning=spinning, providers=providers
+    )
+
+
+@contextmanager
+def _quiet_gc() -> Iterator[None]:
+    """Keep the garbage collector from pausing inside a timed run."""
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def measure_latency(
+    model: ModelSource,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    repeats: int = DEFAULT_REPEATS,
+    warmup: int = DEFAULT_WARMUP,
+    threads: int = 2,
+    spinning: Spinning = Spinning.OFF,
+    providers: tuple[Provider, ...] = ("CPUExecutionProvider",),
+) -> LatencyStats:
+    """Time `model` alone: `warmup` untimed runs, then `repeats` timed runs."""
+    _check_counts(repeats, warmup)
+    timed = _TimedSession(model, inputs, _config(threads, spinning, providers))
+    timed.run_checked()  # the first run surfaces ORT errors as BackendError
+    for _ in range(warmup):
+        timed.run_once()
+    with _quiet_gc():
+        samples = [timed.run_once() for _ in range(repeats)]
+    return LatencyStats.from_samples(samples)
+
+
+def measure_interleaved(
+    model_a: ModelSource,
+    model_b: ModelSource,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    repeats: int = DEFAULT_REPEATS,
+    warmup: int = DEFAULT_WARMUP,
+    threads: int = 2,
+    spinning: Spinning = Spinning.OFF,
+    providers: tuple[Provider, ...] = ("CPUExecutionProvider",),
+) -> InterleavedTiming:
+    """Time A and B alternately (order swapped every iteration) on the same inputs."""
+    _check_counts(repeats, warmup)
+    config = _config(threads, spinning, providers)
+    first, second = _TimedSession(model_a, inputs, config), _TimedSession(model_b, inputs, config)
+    first.run_checked()
+    second.run_checked()
+    for _ in range(warmup):
+        first.run_once()
+        second.run_once()
+    a_samples, b_samples = [], []
+    with _quiet_gc():
+        for iteration in range(repeats):
+            if iteration % 2 == 0:
+                a_samples.append(first.run_once())
+                b_samples.append(second.run_once())
+            else:
+                b_samples.append(second.run_once())
+                a_samples.append(first.run_once())
+    return _interleaved(a_samples, b_samples)
+
+
+def _interleaved(a_samples: list[float], b_samples: list[float]) -> InterleavedTiming:
+    a, b = LatencyStats.from_samples(a_samples), LatencyStats.from_samples(b_samples)
+    ratios = np.asarray(b_samples) / np.maximum(np.asarray(a_samples), 1e-9)
+    p10, median, p90 = np.percentile(ratios, [10, 50, 90])
+    return InterleavedTiming(
+        a, b, b.median_ms / max(a.median_ms, 1e-9), float(median), float(p10), float(p90)
+    )
+
+
+def _check_counts(repeats: int, warmup: int) -> None:
+    if repeats < 1 or warmup < 0:
+        raise UsageError(f"need repeats >= 1 and warmup >= 0, got {repeats} and {warmup}")
+
+
+def ort_version() -> str:
+    return ort.__version__
