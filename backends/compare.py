@@ -134,12 +134,13 @@ def _compare_numeric(
     ref_nan, cand_nan = np.isnan(ref), np.isnan(cand)
     nan_mismatch = int(np.count_nonzero(ref_nan != cand_nan))
     both = ~(ref_nan | cand_nan)
+    finite = both & np.isfinite(ref) & np.isfinite(cand)
+    inf_mismatch = both & ~finite & (ref != cand)
     with np.errstate(invalid="ignore", over="ignore"):
-        abs_diff = np.where(both, np.abs(cand - ref), 0.0)
-        abs_diff[both & np.isinf(ref) & (ref == cand)] = 0.0
-        abs_diff = np.nan_to_num(abs_diff, nan=np.inf)
-        off = abs_diff > tolerance.atol + tolerance.rtol * np.abs(ref)
-        nonzero = both & (ref != 0) & np.isfinite(ref)
+        abs_diff = np.where(finite, np.abs(cand - ref), 0.0)
+        abs_diff[inf_mismatch] = np.inf
+        off = inf_mismatch | (abs_diff > tolerance.atol + tolerance.rtol * np.abs(ref))
+        nonzero = finite & (ref != 0)
         rel = abs_diff[nonzero] / np.abs(ref[nonzero])
     mismatched = int(np.count_nonzero(off)) + nan_mismatch
     status = OutputStatus.MATCH
