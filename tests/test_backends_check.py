@@ -94,7 +94,9 @@ def test_run_model_from_path_with_external_data(tmp_path: Path):
     model = _matmul_model()
     path = tmp_path / "sub" / "model.onnx"
     path.parent.mkdir()
-    onnx.save_model(_matmul_model(), path, save_as_external_data=True, location="w.bin", size_threshold=0)
+    onnx.save_model(
+        _matmul_model(), path, save_as_external_data=True, location="w.bin", size_threshold=0
+    )
     x = np.ones((3, 16), dtype=np.float32)
     np.testing.assert_array_equal(run_model(path, {"x": x})["y"], run_model(model, {"x": x})["y"])
     assert run_model(str(path), {"x": x})["y"].shape == (3, 8)
