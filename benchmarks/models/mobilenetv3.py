@@ -109,8 +109,9 @@ class _Net:
         y = act(self.conv_bn(y, expanded, spec.kernel, stride=spec.stride, groups=expanded))
         if spec.se:
             y = self.squeeze_excite(y)
-        y = self.conv_bn(y, out, 1, gamma=RESIDUAL_GAMMA)
-        return self.g.add(y, x) if spec.stride == 1 and x.channels == out else y
+        residual = spec.stride == 1 and x.channels == out
+        y = self.conv_bn(y, out, 1, gamma=RESIDUAL_GAMMA if residual else 1.0)
+        return self.g.add(y, x) if residual else y
 
 
 def build_mobilenetv3(size: Size) -> onnx.ModelProto:

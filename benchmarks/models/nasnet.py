@@ -19,6 +19,8 @@ from benchmarks.models._graph import HE_GAIN, GraphBuilder, Tensor, same_pads
 from benchmarks.models._types import Size
 
 BN_EPS = 1e-3
+BRANCH_GAMMA = 0.5  # scale of each separable branch's last BN: sums of branches stay bounded
+HEAD_GAIN = 0.15  # uncalibrated BNs let cell outputs grow to std ~10; keeps the softmax unsaturated
 END = 2**62  # a Slice end past any dimension
 
 
@@ -54,7 +56,8 @@ def _sep_block(
     g: GraphBuilder, x: Tensor, filters: int, kernel: int = 3, stride: int = 1
 ) -> Tensor:
     y = g.batch_norm(_separable(g, g.relu(x), filters, kernel, stride), eps=BN_EPS)
-    return g.batch_norm(_separable(g, g.relu(y), filters, kernel, 1), eps=BN_EPS)
+    out = _separable(g, g.relu(y), filters, kernel, 1)
+    return g.batch_norm(out, eps=BN_EPS, gamma=BRANCH_GAMMA)
 
 
 def _squeeze(g: GraphBuilder, x: Tensor, filters: int) -> Tensor:
@@ -125,5 +128,5 @@ def build_nasnet_a(size: Size) -> onnx.ModelProto:
         for _ in range(cfg.blocks):
             x, p = _normal_cell(g, x, p, filters * 2**stack)
     pooled = g.flatten(g.global_avg_pool(g.relu(x)))
-    probs = g.softmax(g.gemm(pooled, cfg.classes))
+    probs = g.softmax(g.gemm(pooled, cfg.classes, gain=HEAD_GAIN))
     return g.build([probs], doc="NASNet-A Mobile 4@1056: Keras layout, random weights")
