@@ -1,0 +1,58 @@
+"""Registry of operator specs: lookup by ONNX op type or spec name."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+
+from taso.opspecs._spec import OpSpec
+
+# One module per operator; order is the listing order of ``taso-gen ops``.
+SPEC_MODULES = (
+    "add", "sub", "mul", "div",
+    "relu", "sigmoid", "tanh", "erf", "sqrt", "identity",
+    "clip", "hard_sigmoid", "hard_swish", "silu", "gelu",
+    "conv", "matmul", "gemm",
+    "concat", "split", "transpose", "reshape", "flatten", "squeeze", "unsqueeze", "pad",
+    "avg_pool", "max_pool", "global_avg_pool", "batch_norm",
+    "enlarge", "scalar_mul",
+    "const_ones", "const_fill", "const_identity_matrix", "const_identity_conv",
+    "const_pool_kernel",
+)  # fmt: skip
+
+ONNX_DOMAINS = ("", "ai.onnx")
+
+
+@functools.cache
+def all_specs() -> tuple[OpSpec, ...]:
+    """Every registered spec, in a stable order."""
+    specs = tuple(
+        importlib.import_module(f"taso.opspecs.{name}").SPEC for name in SPEC_MODULES
+    )
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise RuntimeError(f"duplicate spec names in {names}")
+    return specs
+
+
+@functools.cache
+def _by_onnx_op() -> dict[tuple[str, str], OpSpec]:
+    table: dict[tuple[str, str], OpSpec] = {}
+    for spec in all_specs():
+        for op_type in spec.onnx_ops:
+            table[(spec.domain, op_type)] = spec
+    return table
+
+
+def get_spec(op_type: str, domain: str = "") -> OpSpec | None:
+    """Spec of an ONNX op (``None``: unknown op, treated as opaque by the IR)."""
+    dom = "" if domain in ONNX_DOMAINS else domain
+    return _by_onnx_op().get((dom, op_type))
+
+
+def spec_by_name(name: str) -> OpSpec:
+    """Spec by its taso name, internal specs included (``KeyError`` if unknown)."""
+    for spec in all_specs():
+        if spec.name == name:
+            return spec
+    raise KeyError(f"no operator spec named {name!r}")

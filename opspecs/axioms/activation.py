@@ -1,0 +1,77 @@
+"""Axioms of the activations: Relu movement (through Concat, Transpose, MaxPool, into Conv)
+and the decompositions converters emit (HardSigmoid, HardSwish, SiLU, Gelu, Relu6)."""
+
+from __future__ import annotations
+
+import math
+
+from taso.opspecs.axioms._core import Axiom, cfg
+
+SQRT2 = math.sqrt(2.0)
+UNARY = (cfg({"x": (2, 3)}), cfg({"x": (1, 3, 2, 2)}), cfg({"x": (5,)}))
+
+
+def _fill(a, value: float):  # noqa: ANN001, ANN202 - algebra values are untyped
+    return a("ConstFill", shape=(), value=value)
+
+
+def _conv_params(p: dict) -> dict:
+    return {k: p[k] for k in ("strides", "pads", "group") if k in p}
+
+
+AXIOMS = (
+    Axiom("relu_concat", "relu(concat(x, y)) = concat(relu(x), relu(y))", ("x", "y"),
+          lambda a, v, p: a("Relu", a("Concat", v["x"], v["y"], axis=p["axis"])),
+          lambda a, v, p: a("Concat", a("Relu", v["x"]), a("Relu", v["y"]), axis=p["axis"]),
+          (cfg({"x": (2, 3), "y": (1, 3)}, axis=0), cfg({"x": (2, 3), "y": (2, 1)}, axis=1),
+           cfg({"x": (1, 2, 2, 2), "y": (1, 1, 2, 2)}, axis=1))),
+    Axiom("relu_transpose", "relu(transpose(x, p)) = transpose(relu(x), p)", ("x",),
+          lambda a, v, p: a("Relu", a("Transpose", v["x"], perm=p["perm"])),
+          lambda a, v, p: a("Transpose", a("Relu", v["x"]), perm=p["perm"]),
+          (cfg({"x": (2, 3)}, perm=(1, 0)), cfg({"x": (2, 3, 4)}, perm=(2, 0, 1)),
+           cfg({"x": (1, 2, 3, 2)}, perm=(0, 2, 3, 1)))),
+    Axiom("relu_into_conv", "relu(conv(x, w)) = conv(x, w; activation=relu)", ("x", "w"),
+          lambda a, v, p: a("Relu", a("Conv", v["x"], v["w"], **_conv_params(p))),
+          lambda a, v, p: a("Conv", v["x"], v["w"], activation="relu", **_conv_params(p)),
+          (cfg({"x": (1, 2, 3, 3), "w": (2, 2, 1, 1)}),
+           cfg({"x": (1, 2, 4, 4), "w": (3, 2, 3, 3)}, strides=(2, 2), pads=(1, 1, 1, 1)),
+           cfg({"x": (1, 4, 3, 3), "w": (4, 2, 2, 2)}, group=2))),
+    Axiom("relu_idempotent", "relu(relu(x)) = relu(x)", ("x",),
+          lambda a, v, p: a("Relu", a("Relu", v["x"])),
+          lambda a, v, p: a("Relu", v["x"]), UNARY),
+    Axiom("relu6_as_clip", "clip(relu(x), -inf, 6) = clip(x, 0, 6)", ("x",),
+          lambda a, v, p: a("Clip", a("Relu", v["x"]), max=6.0),
+          lambda a, v, p: a("Clip", v["x"], min=0.0, max=6.0), UNARY),
+    Axiom("relu_as_clip", "relu(x) = clip(x, 0, +inf)", ("x",),
+          lambda a, v, p: a("Relu", v["x"]),
+          lambda a, v, p: a("Clip", v["x"], min=0.0), UNARY),
+    Axiom("hard_sigmoid_decompose", "hardsigmoid(x; a, b) = clip(x*a + b, 0, 1)", ("x",),
+          lambda a, v, p: a("HardSigmoid", v["x"], alpha=p["alpha"], beta=p["beta"]),
+          lambda a, v, p: a("Clip", a("Add", a("Mul", v["x"], _fill(a, p["alpha"])),
+                                      _fill(a, p["beta"])), min=0.0, max=1.0),
+          (cfg({"x": (2, 3)}, alpha=0.2, beta=0.5), cfg({"x": (1, 3, 2, 2)}, alpha=0.5, beta=0.5),
+           cfg({"x": (6,)}, alpha=0.25, beta=0.25))),
+    Axiom("hard_swish_decompose", "hardswish(x) = x * clip(x + 3, 0, 6) / 6", ("x",),
+          lambda a, v, p: a("HardSwish", v["x"]),
+          lambda a, v, p: a("Div", a("Mul", v["x"], a("Clip", a("Add", v["x"], _fill(a, 3.0)),
+                                                    min=0.0, max=6.0)), _fill(a, 6.0)), UNARY),
+    Axiom("hard_swish_via_relu6", "hardswish(x) = x * relu6(x + 3) / 6", ("x",),
+          lambda a, v, p: a("HardSwish", v["x"]),
+          lambda a, v, p: a("Div", a("Mul", v["x"], a("Clip", a("Relu", a("Add", v["x"], _fill(a, 3.0))),
+                                                    max=6.0)), _fill(a, 6.0)), UNARY),
+    Axiom("silu_decompose", "silu(x; alpha) = x * sigmoid(x * alpha)", ("x",),
+          lambda a, v, p: a("SiLU", v["x"], alpha=p["alpha"]),
+          lambda a, v, p: a("Mul", v["x"], a("Sigmoid", a("Mul", v["x"], _fill(a, p["alpha"])))),
+          (cfg({"x": (2, 3)}, alpha=1.0), cfg({"x": (1, 3, 2, 2)}, alpha=1.0),
+           cfg({"x": (4,)}, alpha=1.702))),
+    Axiom("gelu_decompose", "gelu(x) = x * (erf(x / sqrt 2) + 1) * 0.5", ("x",),
+          lambda a, v, p: a("Gelu", v["x"]),
+          lambda a, v, p: a("Mul", a("Mul", v["x"], a("Add", a("Erf", a("Div", v["x"], _fill(a, SQRT2))),
+                                                    _fill(a, 1.0))), _fill(a, 0.5)), UNARY),
+    Axiom("relu_maxpool", "relu(maxpool(x)) = maxpool(relu(x))", ("x",),
+          lambda a, v, p: a("Relu", a("MaxPool", v["x"], **p)),
+          lambda a, v, p: a("MaxPool", a("Relu", v["x"]), **p),
+          (cfg({"x": (1, 1, 3, 3)}, kernel_shape=(2, 2)),
+           cfg({"x": (1, 2, 4, 4)}, kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)),
+           cfg({"x": (2, 1, 3, 3)}, kernel_shape=(3, 3), pads=(1, 1, 1, 1)))),
+)
