@@ -35,6 +35,8 @@ from taso.ir import Graph
 from taso.report import CheckStatus, Decision, Latency, Report, StopReason
 
 DEFAULT_TIME_BUDGET_S = 10.0
+MIN_SPEEDUP = 1.01
+"""The optimized model is returned only if its median paired speedup is at least this."""
 
 
 @dataclass(frozen=True)
@@ -150,18 +152,18 @@ def _check_and_choose(
             if not comparison.passed:
                 notes.append("outputs differ from the original: " + comparison.summary())
                 decision = Decision.MISMATCH
-        if check and decision is Decision.OPTIMIZED:
+        if check and decision in (Decision.OPTIMIZED, Decision.UNCHANGED):
             with phases.time("measure"):
                 say("measuring both models interleaved")
                 timing = backends.measure_interleaved(runnable_original, candidate, inputs)
             latency = Latency(
                 predicted_original_ms=latency.predicted_original_ms,
                 predicted_optimized_ms=latency.predicted_optimized_ms,
-                measured_original_ms=timing.median_a_ms,
-                measured_optimized_ms=timing.median_b_ms,
-                measured_spread=timing.spread,
+                measured_original_ms=timing.a.median_ms,
+                measured_optimized_ms=timing.b.median_ms,
+                measured_spread=timing.paired_ratio_p90 - timing.paired_ratio_p10,
             )
-            if not timing.b_faster:
+            if decision is Decision.OPTIMIZED and timing.paired_ratio > 1.0 / MIN_SPEEDUP:
                 decision = Decision.NOT_FASTER
     except BackendError as exc:
         notes.append(f"ONNX Runtime cannot run this model, so it was neither checked nor measured: {exc}")
