@@ -90,13 +90,14 @@ def test_run_model_every_optimization_level(optimization):
     assert outputs["y"].shape == (1, 8)
 
 
-def test_run_model_from_path_with_external_data(tmp_path: Path):
+@pytest.mark.parametrize("ir_version", [8, onnx.IR_VERSION])
+def test_run_model_from_path_with_external_data(tmp_path: Path, ir_version: int):
     model = _matmul_model()
+    on_disk = _matmul_model()
+    on_disk.ir_version = ir_version
     path = tmp_path / "sub" / "model.onnx"
     path.parent.mkdir()
-    onnx.save_model(
-        _matmul_model(), path, save_as_external_data=True, location="w.bin", size_threshold=0
-    )
+    onnx.save_model(on_disk, path, save_as_external_data=True, location="w.bin", size_threshold=0)
     x = np.ones((3, 16), dtype=np.float32)
     np.testing.assert_array_equal(run_model(path, {"x": x})["y"], run_model(model, {"x": x})["y"])
     assert run_model(str(path), {"x": x})["y"].shape == (3, 8)
@@ -188,6 +189,15 @@ def test_unnamed_dynamic_dims_and_rank1_inputs():
 def test_profile_mismatch_is_a_usage_error(spec):
     with pytest.raises(UsageError):
         resolve_shapes(_embedding_model(), ShapeProfile.parse(spec))
+
+
+def test_unknown_rank_needs_a_profile_shape():
+    model = _model(
+        [helper.make_node("Identity", ["x"], ["y"])], [_float_input("x", None)], [_output("y")]
+    )
+    with pytest.raises(UsageError, match="unknown rank"):
+        resolve_shapes(model)
+    assert resolve_shapes(model, ShapeProfile.parse("x=2x3")) == {"x": (2, 3)}
 
 
 def test_fixed_dim_conflict_is_a_usage_error():

@@ -263,3 +263,42 @@ def test_cuda_backend_runs_and_measures(cache: CostCache):
     reference = OrtCpuBackend(cache=None).run(model, inputs)
     assert compare_outputs(reference, backend.run(model, inputs)).passed
     assert backend.cost_of(model, profile=PROFILE, signature="conv") > 0
+
+
+def test_public_api_is_pinned():
+    import taso.backends
+
+    assert sorted(taso.backends.__all__) == sorted(
+        [
+            "CACHE_DIR_ENV",
+            "DEFAULT_DIM",
+            "AnalyticalBackend",
+            "Backend",
+            "Comparison",
+            "CostCache",
+            "CostKey",
+            "GraphOptimization",
+            "InterleavedTiming",
+            "LatencyStats",
+            "ModelSource",
+            "OrtCpuBackend",
+            "OrtCudaBackend",
+            "OutputComparison",
+            "OutputStatus",
+            "ShapeProfile",
+            "Spinning",
+            "Tolerance",
+            "UnknownBackendError",
+            "backend_names",
+            "compare_outputs",
+            "default_cache_dir",
+            "get_backend",
+            "make_inputs",
+            "max_ir_version",
+            "measure_interleaved",
+            "measure_latency",
+            "resolve_shapes",
+            "run_model",
+        ]
+    )
+    assert all(hasattr(taso.backends, name) for name in taso.backends.__all__)
