@@ -92,7 +92,7 @@ def call_ort(action: str, function: Callable[[], T]) -> T:
         raise BackendError(f"{action} failed: {one_line(error)}") from error
 
 
-def _identity_model(ir_version: int) -> bytes:
+def identity_probe_model(ir_version: int) -> bytes:
     value = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])
     output = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])
     node = onnx.helper.make_node("Identity", ["x"], ["y"])
@@ -110,7 +110,7 @@ def max_ir_version() -> int:
     for version in range(onnx.IR_VERSION, _MIN_PROBED_IR_VERSION - 1, -1):
         try:
             ort.InferenceSession(
-                _identity_model(version), options, providers=["CPUExecutionProvider"]
+                identity_probe_model(version), options, providers=["CPUExecutionProvider"]
             )
         except Exception:  # noqa: BLE001 - any refusal means "not this version"
             continue
@@ -172,7 +172,7 @@ def _plan_from_proto(model: onnx.ModelProto) -> _LoadPlan:
 @contextlib.contextmanager
 def _large_proto_plan(model: onnx.ModelProto) -> Iterator[_LoadPlan]:
     """Write a >2 GiB proto to a temporary folder with external data (needs a copy)."""
-    with tempfile.TemporaryDirectory(prefix="taso-large-") as folder:
+    with tempfile.TemporaryDirectory(prefix="taso-large-", ignore_cleanup_errors=True) as folder:
         copy = onnx.ModelProto()
         copy.CopyFrom(model)
         copy.ir_version = min(copy.ir_version, max_ir_version())

@@ -3,7 +3,8 @@
 Costs are measured the way users run the model: ORT_ENABLE_ALL, so ORT's own fusions
 are part of every measurement and a rewrite that blocks a fusion is seen as slower.
 A cost is the median of `repeats` timed runs on deterministic random inputs
-(`make_inputs`). With a signature the cost is cached persistently (see `cost_cache`),
+(`make_inputs`), with intra-op spinning off (see `timing`) so that costs measured one
+after another in one process do not disturb each other. With a signature the cost is cached persistently (see `cost_cache`),
 keyed by backend name, device, onnxruntime version and signature.
 """
 
@@ -22,9 +23,9 @@ from taso.backends._session import (
     ModelSource,
     Provider,
     SessionConfig,
-    _identity_model,
     call_ort,
     create_session,
+    identity_probe_model,
     max_ir_version,
     run_session,
 )
@@ -155,7 +156,7 @@ def _cuda_works(device_id: int) -> bool:
         session = call_ort(
             "probing CUDA",
             lambda: ort.InferenceSession(
-                _identity_model(max_ir_version()), options, providers=providers
+                identity_probe_model(max_ir_version()), options, providers=providers
             ),
         )
     except BackendError:
