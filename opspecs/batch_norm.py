@@ -49,8 +49,7 @@ def channel_view(v: np.ndarray, rank: int) -> np.ndarray:
 
 def _semantics(inputs: Sequence[np.ndarray], p: Params) -> list[np.ndarray]:
     x, scale, bias, mean, var = inputs
-    inv_std = 1.0 / scalar_function("sqrt", var + p["epsilon"])
-    k = channel_view(scale * inv_std, x.ndim)
+    k = channel_view(scale / scalar_function("sqrt", var + p["epsilon"]), x.ndim)
     return [(x - channel_view(mean, x.ndim)) * k + channel_view(bias, x.ndim)]
 
 

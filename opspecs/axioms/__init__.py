@@ -22,7 +22,7 @@ from taso.opspecs.axioms._core import (
     cfg,
 )
 
-AXIOM_MODULES = ("elementwise", "activation")
+AXIOM_MODULES = ("elementwise", "activation", "conv", "matmul", "layout", "pool", "normalization")
 
 __all__ = [
     "Algebra",

@@ -60,6 +60,14 @@ class Axiom:
     condition: Callable[[Mapping[str, Shape], Params], bool] = _always
     exactness: Exactness = Exactness.EXACT
     positive: frozenset[str] = frozenset()  # inputs sampled from positive values (variances...)
+    derive: Callable[[Mapping[str, Shape], Params], Mapping[str, object]] | None = None
+
+    def bind(self, config: AxiomConfig) -> dict[str, object]:
+        """The config's parameters plus those derived from shapes (split sizes, pads...)."""
+        params = dict(config.params)
+        if self.derive is not None:
+            params.update(self.derive(config.shapes, config.params))
+        return params
 
     def sides(self, algebra: Algebra, values: Mapping[str, Value], params: Params) -> tuple:
         """(lhs outputs, rhs outputs) as tuples."""
@@ -70,17 +78,17 @@ class Axiom:
         """Spec names mentioned on either side (traced on the first config)."""
         config = self.configs[0]
         variables = {n: Var(n) for n in self.inputs}
-        lhs, rhs = self.sides(TermAlgebra(), variables, config.params)
+        lhs, rhs = self.sides(TermAlgebra(), variables, self.bind(config))
         return frozenset().union(*(t.op_names() for t in (*lhs, *rhs) if isinstance(t, Term)))
 
     def terms(self, config: AxiomConfig) -> tuple[tuple[Term | Var, ...], tuple[Term | Var, ...]]:
         """Both sides as ``Term`` trees with the config's parameters substituted."""
-        return self.sides(TermAlgebra(), {n: Var(n) for n in self.inputs}, config.params)
+        return self.sides(TermAlgebra(), {n: Var(n) for n in self.inputs}, self.bind(config))
 
     def z3_formula(self, config: AxiomConfig) -> z3.BoolRef:
         """``ForAll tensors: lhs == rhs`` over uninterpreted operator functions."""
         tensors = {n: z3.Const(n, TENSOR) for n in self.inputs}
-        lhs, rhs = self.sides(Z3TermAlgebra(), tensors, config.params)
+        lhs, rhs = self.sides(Z3TermAlgebra(), tensors, self.bind(config))
         body = z3.And(*[a == b for a, b in zip(lhs, rhs, strict=True)])
         return z3.ForAll(list(tensors.values()), body) if tensors else body
 

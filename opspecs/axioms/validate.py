@@ -99,7 +99,7 @@ def check_numeric(axiom: Axiom, index: int, *, seed: int = 0, trials: int = 2) -
     for _ in range(trials if not detail else 0):
         try:
             inputs = _random_inputs(axiom, config, rng)
-            lhs, rhs = axiom.sides(ArrayAlgebra(), inputs, config.params)
+            lhs, rhs = axiom.sides(ArrayAlgebra(), inputs, axiom.bind(config))
             detail = _compare_numeric(lhs, rhs)
         except (ValueError, IndexError, TypeError, KeyError) as err:
             detail = f"evaluation error: {type(err).__name__}: {err}"
@@ -142,7 +142,7 @@ def _prove(axiom: Axiom, config: AxiomConfig, timeout_ms: int) -> tuple[Status, 
         return Status.FAILED, error
     inputs = {n: symbolic_array(n, config.shapes[n]) for n in axiom.inputs}
     try:
-        lhs, rhs = axiom.sides(ArrayAlgebra(), inputs, config.params)
+        lhs, rhs = axiom.sides(ArrayAlgebra(), inputs, axiom.bind(config))
     except (ValueError, IndexError, TypeError, KeyError) as err:
         return Status.FAILED, f"evaluation error: {type(err).__name__}: {err}"
     pairs = list(_element_pairs(lhs, rhs))

@@ -1,0 +1,158 @@
+"""Axioms of Conv: linearity in input and weight, scalar movement, merging convs that share
+an input or whose inputs concatenate (grouped), identity and enlarged kernels, and folding
+per-channel Mul/Add and zero Pad into the weight, bias and pads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from taso.opspecs._types import Exactness, Params, Shape
+from taso.opspecs.axioms._core import Axiom, cfg
+
+CONV_KEYS = ("strides", "pads", "dilations", "group")
+
+
+def conv(p: Params, **override: object) -> dict[str, object]:
+    """The Conv parameters an axiom config carries, with overrides."""
+    out = {k: p[k] for k in CONV_KEYS if k in p}
+    out.update(override)
+    return out
+
+
+def _two(xs: Shape, ws: Shape, **params: object) -> tuple:
+    """Three configs with x, y (same shape) and w, w2 (same shape)."""
+    return (cfg({"x": xs, "y": xs, "w": ws, "w2": ws}, **params),)
+
+
+LINEAR_CONFIGS = (
+    *_two((1, 2, 3, 3), (2, 2, 1, 1)),
+    *_two((1, 2, 4, 4), (3, 2, 3, 3), strides=(2, 2), pads=(1, 1, 1, 1)),
+    *_two((1, 4, 4, 4), (4, 2, 2, 2), group=2, dilations=(2, 2), pads=(1, 0, 1, 0)),
+)
+SMUL_CONFIGS = tuple(cfg({**c.shapes, "s": ()}, **c.params) for c in LINEAR_CONFIGS)
+
+
+def _same_pads(k: int) -> tuple[int, int, int, int]:
+    return (k // 2,) * 4
+
+
+def _enlarge_pads(s: Mapping[str, Shape], p: Params) -> tuple[int, ...]:
+    kh, kw = p["kernel_shape"]  # type: ignore[misc]
+    mh, mw = (kh - int(s["w"][2])) // 2, (kw - int(s["w"][3])) // 2
+    t, left, b, r = p.get("pads", (0, 0, 0, 0))  # type: ignore[misc]
+    return (t + mh, left + mw, b + mh, r + mw)
+
+
+def _channel(a, c, rank: int):  # noqa: ANN001, ANN202
+    """Per-channel constant (1, M, 1, 1) or (M, 1, 1) reshaped to broadcast over the weight."""
+    return a("Reshape", c, shape=(-1,) + (1,) * (rank - 1))
+
+
+CHANNEL_CONFIGS = (
+    cfg({"x": (1, 2, 3, 3), "w": (3, 2, 1, 1), "b": (3,), "c": (1, 3, 1, 1)}),
+    cfg({"x": (1, 2, 4, 4), "w": (2, 2, 3, 3), "b": (2,), "c": (2, 1, 1)},
+        strides=(2, 2), pads=(1, 1, 1, 1)),
+    cfg({"x": (2, 4, 3, 3), "w": (4, 1, 3, 3), "b": (4,), "c": (1, 4, 1, 1)},
+        group=4, pads=(1, 1, 1, 1)),
+)
+
+AXIOMS = (
+    Axiom("conv_linear_input", "conv(x + y, w) = conv(x, w) + conv(y, w)", ("x", "y", "w"),
+          lambda a, v, p: a("Conv", a("Add", v["x"], v["y"]), v["w"], **conv(p)),
+          lambda a, v, p: a("Add", a("Conv", v["x"], v["w"], **conv(p)),
+                            a("Conv", v["y"], v["w"], **conv(p))),
+          LINEAR_CONFIGS, exactness=Exactness.REASSOCIATES),
+    Axiom("conv_linear_weight", "conv(x, w + w2) = conv(x, w) + conv(x, w2)", ("x", "w", "w2"),
+          lambda a, v, p: a("Conv", v["x"], a("Add", v["w"], v["w2"]), **conv(p)),
+          lambda a, v, p: a("Add", a("Conv", v["x"], v["w"], **conv(p)),
+                            a("Conv", v["x"], v["w2"], **conv(p))),
+          LINEAR_CONFIGS, exactness=Exactness.REASSOCIATES),
+    Axiom("conv_smul_input", "conv(smul(x, s), w) = conv(x, smul(w, s))", ("x", "w", "s"),
+          lambda a, v, p: a("Conv", a("ScalarMul", v["x"], v["s"]), v["w"], **conv(p)),
+          lambda a, v, p: a("Conv", v["x"], a("ScalarMul", v["w"], v["s"]), **conv(p)),
+          SMUL_CONFIGS, exactness=Exactness.REASSOCIATES),
+    Axiom("conv_smul_output", "smul(conv(x, w), s) = conv(x, smul(w, s))", ("x", "w", "s"),
+          lambda a, v, p: a("ScalarMul", a("Conv", v["x"], v["w"], **conv(p)), v["s"]),
+          lambda a, v, p: a("Conv", v["x"], a("ScalarMul", v["w"], v["s"]), **conv(p)),
+          SMUL_CONFIGS, exactness=Exactness.REASSOCIATES),
+    Axiom("conv_merge_shared_input",
+          "concat(conv(x, w), conv(x, w2), axis=1) = conv(x, concat(w, w2, axis=0))  (group 1)",
+          ("x", "w", "w2"),
+          lambda a, v, p: a("Concat", a("Conv", v["x"], v["w"], **conv(p)),
+                            a("Conv", v["x"], v["w2"], **conv(p)), axis=1),
+          lambda a, v, p: a("Conv", v["x"], a("Concat", v["w"], v["w2"], axis=0), **conv(p)),
+          (cfg({"x": (1, 2, 3, 3), "w": (1, 2, 1, 1), "w2": (2, 2, 1, 1)}),
+           cfg({"x": (1, 2, 4, 4), "w": (2, 2, 3, 3), "w2": (1, 2, 3, 3)},
+               strides=(2, 2), pads=(1, 1, 1, 1)),
+           cfg({"x": (2, 1, 4, 4), "w": (1, 1, 2, 2), "w2": (1, 1, 2, 2)}, dilations=(2, 2))),
+          condition=lambda s, p: p.get("group", 1) == 1),
+    Axiom("conv_merge_grouped",
+          "concat(conv(x, w; g), conv(y, w2; g), 1) = conv(concat(x, y, 1), concat(w, w2, 0); 2g)",
+          ("x", "y", "w", "w2"),
+          lambda a, v, p: a("Concat", a("Conv", v["x"], v["w"], **conv(p)),
+                            a("Conv", v["y"], v["w2"], **conv(p)), axis=1),
+          lambda a, v, p: a("Conv", a("Concat", v["x"], v["y"], axis=1),
+                            a("Concat", v["w"], v["w2"], axis=0),
+                            **conv(p, group=2 * int(p.get("group", 1)))),  # type: ignore[call-overload]
+          LINEAR_CONFIGS,
+          condition=lambda s, p: s["x"] == s["y"] and s["w"] == s["w2"]),
+    Axiom("conv_add_inputs",
+          "conv(x, w) + conv(y, w2) = conv(concat(x, y, 1), concat(w, w2, 1))  (group 1)",
+          ("x", "y", "w", "w2"),
+          lambda a, v, p: a("Add", a("Conv", v["x"], v["w"], **conv(p)),
+                            a("Conv", v["y"], v["w2"], **conv(p))),
+          lambda a, v, p: a("Conv", a("Concat", v["x"], v["y"], axis=1),
+                            a("Concat", v["w"], v["w2"], axis=1), **conv(p)),
+          LINEAR_CONFIGS[:2] + (cfg({"x": (1, 1, 3, 3), "y": (1, 2, 3, 3), "w": (2, 1, 3, 3),
+                                     "w2": (2, 2, 3, 3)}, pads=(1, 1, 1, 1)),),
+          condition=lambda s, p: p.get("group", 1) == 1, exactness=Exactness.REASSOCIATES),
+    Axiom("conv_identity_kernel", "conv(x, iconv(C, k, g); stride 1, SAME pads) = x", ("x",),
+          lambda a, v, p: a("Conv", v["x"], a("ConstIdentityConv", channels=p["c"],
+                                              kernel_shape=(p["k"], p["k"]), group=p["group"]),
+                            pads=_same_pads(int(p["k"])), group=p["group"]),  # type: ignore[call-overload]
+          lambda a, v, p: v["x"],
+          (cfg({"x": (1, 2, 3, 3)}, c=2, k=1, group=1), cfg({"x": (1, 2, 3, 3)}, c=2, k=3, group=1),
+           cfg({"x": (2, 4, 3, 3)}, c=4, k=3, group=4), cfg({"x": (1, 4, 3, 3)}, c=4, k=3, group=2)),
+          condition=lambda s, p: s["x"][1] == p["c"] and int(p["k"]) % 2 == 1),  # type: ignore[call-overload]
+    Axiom("conv_enlarge_kernel",
+          "conv(x, w; s, pads) = conv(x, enlarge(w, K); s, pads + (K - k)/2)  (dilation 1)",
+          ("x", "w"),
+          lambda a, v, p: a("Conv", v["x"], v["w"], **conv(p)),
+          lambda a, v, p: a("Conv", v["x"], a("Enlarge", v["w"], kernel_shape=p["kernel_shape"]),
+                            **conv(p, pads=p["enlarged_pads"])),
+          (cfg({"x": (1, 2, 3, 3), "w": (2, 2, 1, 1)}, kernel_shape=(3, 3)),
+           cfg({"x": (1, 2, 5, 5), "w": (2, 2, 1, 3)}, kernel_shape=(3, 5), strides=(2, 2)),
+           cfg({"x": (1, 2, 4, 4), "w": (2, 1, 1, 1)}, kernel_shape=(3, 3), group=2,
+               pads=(1, 0, 1, 0))),
+          condition=lambda s, p: p.get("dilations", (1, 1)) == (1, 1),
+          derive=lambda s, p: {"enlarged_pads": _enlarge_pads(s, p)}),
+    Axiom("conv_bias_add", "conv(x, w) + c = conv(x, w, reshape(c, (M,)))  (c per channel)",
+          ("x", "w", "c"),
+          lambda a, v, p: a("Add", a("Conv", v["x"], v["w"], **conv(p)), v["c"]),
+          lambda a, v, p: a("Conv", v["x"], v["w"], a("Reshape", v["c"], shape=(-1,)), **conv(p)),
+          CHANNEL_CONFIGS),
+    Axiom("conv_bias_add_again", "conv(x, w, b) + c = conv(x, w, b + reshape(c, (M,)))",
+          ("x", "w", "b", "c"),
+          lambda a, v, p: a("Add", a("Conv", v["x"], v["w"], v["b"], **conv(p)), v["c"]),
+          lambda a, v, p: a("Conv", v["x"], v["w"], a("Add", v["b"], a("Reshape", v["c"], shape=(-1,))),
+                            **conv(p)),
+          CHANNEL_CONFIGS, exactness=Exactness.REASSOCIATES),
+    Axiom("conv_mul_channel",
+          "conv(x, w, b) * c = conv(x, w * reshape(c, (M,1,1,1)), b * reshape(c, (M,)))",
+          ("x", "w", "b", "c"),
+          lambda a, v, p: a("Mul", a("Conv", v["x"], v["w"], v["b"], **conv(p)), v["c"]),
+          lambda a, v, p: a("Conv", v["x"], a("Mul", v["w"], _channel(a, v["c"], 4)),
+                            a("Mul", v["b"], a("Reshape", v["c"], shape=(-1,))), **conv(p)),
+          CHANNEL_CONFIGS, exactness=Exactness.REASSOCIATES),
+    Axiom("conv_pad_into_pads",
+          "conv(pad(x, zero spatial pads q), w; pads 0) = conv(x, w; pads q)",
+          ("x", "w"),
+          lambda a, v, p: a("Conv", a("Pad", v["x"], pads=(0, 0, p["q"][0], p["q"][1],
+                                                          0, 0, p["q"][2], p["q"][3])),
+                            v["w"], **conv(p)),
+          lambda a, v, p: a("Conv", v["x"], v["w"], **conv(p, pads=p["q"])),
+          (cfg({"x": (1, 2, 3, 3), "w": (2, 2, 3, 3)}, q=(1, 1, 1, 1)),
+           cfg({"x": (1, 2, 4, 4), "w": (2, 2, 3, 3)}, q=(0, 1, 2, 1), strides=(2, 2)),
+           cfg({"x": (1, 2, 3, 3), "w": (2, 1, 2, 2)}, q=(1, 0, 0, 1), group=2)),
+          condition=lambda s, p: "pads" not in p),
+)
