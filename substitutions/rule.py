@@ -252,7 +252,7 @@ def rule_to_json(rule: Rule) -> dict[str, object]:
     return {
         "id": rule.id,
         "math": rule.math,
-        "inputs": {i.name: i.role.value for i in rule.inputs},
+        "inputs": [[i.name, i.role.value] for i in rule.inputs],
         "source": [_node_to_json(n) for n in rule.source.nodes],
         "target": [_node_to_json(n) for n in rule.target.nodes],
         "outputs": [list(pair) for pair in rule.outputs],
@@ -291,7 +291,7 @@ def rule_from_json(data: Mapping[str, object]) -> Rule:
         rule = Rule(
             id=str(data["id"]),
             math=str(data.get("math", "")),
-            inputs=tuple(PatternInput(k, TensorRole(v)) for k, v in dict(data["inputs"]).items()),  # type: ignore[call-overload]
+            inputs=tuple(PatternInput(str(k), TensorRole(v)) for k, v in data["inputs"]),  # type: ignore[attr-defined]
             source=Pattern(tuple(_node_from_json(n) for n in data["source"])),  # type: ignore[attr-defined]
             target=Pattern(tuple(_node_from_json(n) for n in data["target"])),  # type: ignore[attr-defined]
             outputs=tuple((str(a), str(b)) for a, b in data["outputs"]),  # type: ignore[attr-defined]
