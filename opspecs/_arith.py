@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 import z3
+
 from taso.opspecs._z3 import as_real, is_symbolic, real_function
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
 from taso.opspecs._spec import EmitNode, OpSpec
 from taso.opspecs._types import (
     EnumHints,

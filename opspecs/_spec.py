@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import z3
+
 from taso.opspecs._types import (
     CheckResult,
     Cost,
@@ -110,8 +111,11 @@ class OpSpec:
             out[p.name] = _read_param(self.name, p, attrs, const_inputs)
         return out
 
-    def params_to_onnx(self, params: Params) -> OnnxNode:
-        """ONNX attributes and constant inputs reproducing ``params`` (inverse of the above)."""
+    def params_to_onnx(self, params: Params, *, dtype: np.dtype | None = None) -> OnnxNode:
+        """ONNX attributes and constant inputs reproducing ``params`` (inverse of the above).
+
+        Float constant inputs (Clip bounds, Pad value) take ``dtype`` (the data's type),
+        float32 by default; integer ones (shapes, axes, pads) are int64."""
         if self.kind is OpKind.INTERNAL:
             raise ShapeError(f"{self.name} is internal: lowering is {self.lowering.value}")
         full = self.complete(params)
@@ -119,10 +123,10 @@ class OpSpec:
         consts: dict[int, np.ndarray] = {}
         for p in self.params:
             value = full[p.name]
-            if value is None or p.source is ParamSource.NONE:
-                continue
+            if value is None or value == p.default or p.source is ParamSource.NONE:
+                continue  # ONNX defaults are left implicit (auto_pad forbids explicit pads)
             if p.source is ParamSource.CONST_INPUT:
-                consts[p.input_index or 0] = _const_array(p, value)
+                consts[p.input_index or 0] = _const_array(p, value, dtype)
             else:
                 attrs[p.attr_name] = list(value) if isinstance(value, tuple) else value
         return OnnxNode(self.onnx_ops[0], attrs, consts, self.domain)
@@ -231,10 +235,10 @@ def _coerce(op: str, p: ParamSpec, value: object) -> object:
     return str(value)
 
 
-def _const_array(p: ParamSpec, value: object) -> np.ndarray:
+def _const_array(p: ParamSpec, value: object, dtype: np.dtype | None) -> np.ndarray:
     if p.kind in (ParamKind.INT, ParamKind.INTS):
         return np.asarray(value, dtype=np.int64)
-    return np.asarray(value, dtype=np.float32)
+    return np.asarray(value, dtype=dtype or np.float32)
 
 
 def _float_dtype(arrays: Sequence[np.ndarray]) -> np.dtype | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from taso.opspecs._arith import maximum, zeros
 from taso.opspecs._types import Dim, ShapeError, dim_window
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import z3
+
 from taso.opspecs._types import Dim, ParamKind
 
 TENSOR = z3.DeclareSort("Tensor")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from taso.opspecs._conv_params import AUTO_PAD, PADS, STRIDES, explicit_pads
 from taso.opspecs._pool import check_pool, infer_pool, kernel_of, pool_flops
 from taso.opspecs._spec import OpSpec

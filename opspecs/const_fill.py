@@ -1,6 +1,7 @@
 """ConstFill (internal): a tensor filled with one value; literal constants in axioms (3, 6, eps)."""
 
 import numpy as np
+
 from taso.opspecs._internal import constant_spec
 from taso.opspecs._types import ParamKind, ParamSpec
 

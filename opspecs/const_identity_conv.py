@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from taso.opspecs._internal import constant_spec
 from taso.opspecs._types import CheckResult, ParamKind, Params, ParamSpec, Shape
 

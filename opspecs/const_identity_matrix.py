@@ -1,6 +1,7 @@
 """ConstIdentityMatrix (internal): the n x n identity matrix (TASO's const_imm)."""
 
 import numpy as np
+
 from taso.opspecs._internal import constant_spec
 from taso.opspecs._types import ParamKind, ParamSpec
 

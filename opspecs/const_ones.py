@@ -1,6 +1,7 @@
 """ConstOnes (internal): the all-ones tensor of a given shape (TASO's const_one)."""
 
 import numpy as np
+
 from taso.opspecs._internal import constant_spec
 from taso.opspecs._types import ParamKind, ParamSpec
 

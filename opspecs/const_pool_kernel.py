@@ -1,6 +1,7 @@
 """ConstPoolKernel (internal): depthwise kernel of 1/(kh*kw), turning AveragePool into Conv."""
 
 import numpy as np
+
 from taso.opspecs._internal import constant_spec
 from taso.opspecs._types import ParamKind, ParamSpec
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from taso.opspecs._arith import relu
 from taso.opspecs._conv_params import AUTO_PAD, DILATIONS, PADS, STRIDES, explicit_pads
 from taso.opspecs._spec import EmitNode, OpSpec

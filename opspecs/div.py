@@ -1,6 +1,7 @@
 """Div: broadcasting elementwise quotient (integers truncate toward zero, as in ONNX)."""
 
 import numpy as np
+
 from taso.opspecs._elementwise import binary_spec
 
 

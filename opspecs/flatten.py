@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from taso.opspecs._spec import OpSpec
 from taso.opspecs._types import (
     Dim,
@@ -28,8 +29,9 @@ def _product(dims: Sequence[Dim]) -> Dim:
 
 def _infer(shapes: Sequence[Shape], p: Params) -> tuple[Shape, ...]:
     x = shapes[0]
-    axis = int(p["axis"]) % (len(x) + 1) if int(p["axis"]) < 0 else int(p["axis"])  # type: ignore[call-overload]
-    if axis > len(x):
+    axis = int(p["axis"])  # type: ignore[call-overload]
+    axis = axis + len(x) if axis < 0 else axis
+    if not 0 <= axis <= len(x):
         raise ValueError(f"Flatten: axis {axis} > rank {len(x)}")
     return ((_product(x[:axis]), _product(x[axis:])),)
 

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+
 from taso.opspecs._arith import scalar_function
 from taso.opspecs._elementwise import unary_spec
 from taso.opspecs._types import EnumHints, ParamKind, Params, ParamSpec

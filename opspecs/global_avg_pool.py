@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from taso.opspecs._spec import OpSpec
 from taso.opspecs._types import CheckResult, EnumHints, Lowering, OpKind, Params, Shape, numel
 

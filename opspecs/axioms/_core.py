@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import z3
+
 from taso.opspecs._registry import spec_by_name
 from taso.opspecs._types import Exactness, Params, Shape
 from taso.opspecs._z3 import TENSOR

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import z3
+
 from taso.opspecs._z3 import as_real, symbolic_array
 from taso.opspecs.axioms._core import ArrayAlgebra, Axiom, AxiomConfig
 
