@@ -33,9 +33,14 @@ def param_sort(kind: ParamKind) -> z3.SortRef:
 
 
 def param_value(kind: ParamKind, value: object) -> z3.ExprRef:
-    """Z3 literal for a concrete parameter value (Z3 expressions pass through)."""
+    """Z3 literal for a concrete parameter value (Z3 expressions pass through).
+
+    ``None`` (an absent optional parameter) is one fixed uninterpreted constant per sort,
+    so absent == absent holds but nothing else is assumed about it."""
     if isinstance(value, z3.ExprRef):
         return value
+    if value is None:  # absent optional parameter (Clip bound, Transpose perm, ...)
+        return z3.Const(f"absent_{param_sort(kind)}", param_sort(kind))
     if kind is ParamKind.INT:
         return z3.IntVal(int(value))  # type: ignore[call-overload]
     if kind is ParamKind.FLOAT:

@@ -1,0 +1,117 @@
+"""``taso-gen``: command-line entry point for the rule generator's tools.
+
+A small dispatcher over argparse subcommands.  Each subcommand is one function
+``(args) -> exit code`` registered in ``COMMANDS``; ``generate`` and ``verify``
+will be added next to ``ops`` and ``check-axioms``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad usage as one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"taso-gen: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    """List operator specs: name, ONNX op types, kind, number of axioms mentioning it."""
+    from taso.opspecs import all_specs
+    from taso.opspecs.axioms import axioms_for
+
+    rows = [(s.name, ",".join(s.onnx_ops) or "-", s.kind.value, len(axioms_for(s.name)))
+            for s in all_specs()]
+    if args.json:
+        keys = ("name", "onnx_ops", "kind", "axioms")
+        print(json.dumps([dict(zip(keys, r, strict=True)) for r in rows], indent=2))
+        return EXIT_OK
+    print(f"{'spec':<22}{'onnx ops':<22}{'kind':<10}axioms")
+    for name, ops, kind, count in rows:
+        print(f"{name:<22}{ops:<22}{kind:<10}{count}")
+    print(f"{len(rows)} specs")
+    return EXIT_OK
+
+
+def cmd_check_axioms(args: argparse.Namespace) -> int:
+    """Validate every axiom numerically and symbolically; non-zero exit if any fails."""
+    from taso.opspecs.axioms import all_axioms
+    from taso.opspecs.axioms.validate import validate_axiom
+
+    start = time.perf_counter()
+    reports = [validate_axiom(a, seed=args.seed) for a in all_axioms()
+               if not args.only or a.name in args.only]
+    failed = [r for r in reports if not r.ok]
+    elapsed = time.perf_counter() - start
+    if args.json:
+        print(json.dumps(_reports_json(reports, elapsed), indent=2))
+    else:
+        _print_reports(reports, elapsed)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _reports_json(reports: Sequence, elapsed: float) -> dict:
+    return {
+        "axioms": len(reports),
+        "failed": sum(not r.ok for r in reports),
+        "seconds": round(elapsed, 3),
+        "results": [
+            {"axiom": r.axiom, "ok": r.ok,
+             "checks": [{"config": c.config_index, "method": c.method.value,
+                         "status": c.status.value, "detail": c.detail,
+                         "seconds": round(c.seconds, 4), "reproducer": c.reproducer}
+                        for c in r.checks]}
+            for r in reports
+        ],
+    }
+
+
+def _print_reports(reports: Sequence, elapsed: float) -> None:
+    for report in reports:
+        print(f"{'ok  ' if report.ok else 'FAIL'} {report.axiom}")
+        for check in report.failures:
+            print(f"     config {check.config_index} {check.method.value}: {check.detail}")
+            print("     reproduce:\n       " + check.reproducer.replace("\n", "\n       "))
+    failed = sum(not r.ok for r in reports)
+    print(f"{len(reports)} axioms, {failed} failed, {elapsed:.1f}s")
+
+
+COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
+    "ops": (cmd_ops, "list operator specs"),
+    "check-axioms": (cmd_check_axioms, "validate every operator axiom"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="taso-gen", description="TASO rule generation tools")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    ops = sub.add_parser("ops", help=COMMANDS["ops"][1])
+    ops.add_argument("--json", action="store_true", help="machine-readable output")
+    check = sub.add_parser("check-axioms", help=COMMANDS["check-axioms"][1])
+    check.add_argument("--json", action="store_true", help="machine-readable output")
+    check.add_argument("--seed", type=int, default=0, help="seed of the random tensors")
+    check.add_argument("--only", nargs="+", metavar="AXIOM", help="check only these axioms")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``taso-gen`` console script."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:
+        return int(stop.code or 0)
+    handler, _ = COMMANDS[args.command]
+    return handler(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,28 @@
+"""Mutation test: deliberately wrong axioms must all be rejected by the validation machinery."""
+
+from __future__ import annotations
+
+import pytest
+
+from taso.opspecs.axioms.mutants import MUTANTS
+from taso.opspecs.axioms.validate import Method, Status, check_symbolic, validate_axiom
+
+
+def test_kill_rate_is_total() -> None:
+    assert len(MUTANTS) >= 15
+    survivors = [m.name for m in MUTANTS if validate_axiom(m).ok]
+    kill_rate = 1 - len(survivors) / len(MUTANTS)
+    assert kill_rate == 1.0, f"surviving wrong axioms: {survivors}"
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
+def test_symbolic_check_alone_rejects(mutant) -> None:  # noqa: ANN001
+    """Z3 on its own (no random tensors) refutes each mutant on some config."""
+    statuses = [check_symbolic(mutant, i).status for i in range(len(mutant.configs))]
+    assert Status.FAILED in statuses
+    assert Method.SYMBOLIC
+
+
+def test_mutant_names_are_unique() -> None:
+    names = [m.name for m in MUTANTS]
+    assert len(set(names)) == len(names)
