@@ -1,0 +1,200 @@
+"""Rendering benchmark results: a markdown table with footnotes, and JSON.
+
+`Results` holds every row plus the machine and the configuration it ran with;
+`to_markdown` and `to_json` are its two renderings. Ratios are tool / baseline latency
+(below 1 is faster), the median of per-iteration paired ratios with their p10-p90.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import platform
+import statistics
+import sys
+from dataclasses import asdict, dataclass
+from importlib import metadata
+
+from benchmarks._measure import NOISE_ROW, Row, RowStatus
+from taso.backends import max_ir_version
+
+_PACKAGES = ("onnx", "onnxruntime", "onnxsim", "onnxslim", "onnxoptimizer", "taso-onnx", "numpy")
+
+
+@dataclass(frozen=True)
+class Results:
+    rows: tuple[Row, ...]
+    machine: dict[str, object]
+    config: dict[str, object]
+    duration_s: float
+
+
+def machine_info() -> dict[str, object]:
+    """Where the benchmark ran: cores, CPU model, OS, Python and package versions."""
+    return {
+        "nproc": os.cpu_count(),
+        "cpu_model": _cpu_model(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "packages": {name: _version(name) for name in _PACKAGES},
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+# --- JSON ---------------------------------------------------------------------------
+
+
+def to_json(results: Results) -> str:
+    data = {
+        "machine": results.machine,
+        "config": results.config,
+        "duration_s": round(results.duration_s, 1),
+        "noise": noise_summary(results.rows),
+        "rows": [_row_dict(row) for row in results.rows],
+        "footnotes": footnotes(results.rows),
+    }
+    return json.dumps(data, indent=2, default=_enum_value) + "\n"
+
+
+def _row_dict(row: Row) -> dict[str, object]:
+    data = asdict(row)
+    data["tool_run"] = asdict(row.tool_run) if row.tool_run else None
+    return data
+
+
+def _enum_value(value: object) -> object:
+    if isinstance(value, enum.Enum):
+        return value.value
+    raise TypeError(f"not JSON serializable: {value!r}")
+
+
+# --- markdown -----------------------------------------------------------------------
+
+_HEADER = (
+    "| model | tool | status | baseline ms | tool ms | ratio (p10-p90) | beyond noise "
+    "| iterations | tool wall s | tool peak RSS MB | max abs diff | nodes before -> after |"
+)
+_ALIGN = "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"
+
+
+def to_markdown(results: Results) -> str:
+    lines = [_HEADER, _ALIGN, *(_row_line(row) for row in results.rows), ""]
+    noise = noise_summary(results.rows)
+    if noise:
+        lines.append(
+            f"Noise (baseline vs itself): median ratio {noise['median_ratio']:.3f} over "
+            f"{noise['models']} models; p10-p90 band width median {noise['median_band']:.3f}, "
+            f"max {noise['max_band']:.3f}."
+        )
+        lines.append("")
+    lines += [f"{index}. {note}" for index, note in enumerate(footnotes(results.rows), start=1)]
+    lines += ["", _machine_line(results)]
+    return "\n".join(lines) + "\n"
+
+
+def _row_line(row: Row) -> str:
+    timing, run = row.timing, row.tool_run
+    cells = [
+        row.model,
+        row.tool,
+        _status_text(row),
+        _num(timing.baseline_median_ms if timing else None, ".2f"),
+        _num(timing.candidate_median_ms if timing else None, ".2f"),
+        f"{timing.ratio:.3f} ({timing.ratio_p10:.3f}-{timing.ratio_p90:.3f})" if timing else "-",
+        "-" if row.tool == NOISE_ROW or not timing else row.verdict.value,
+        str(timing.repeats) if timing else "-",
+        _num(run.wall_s if run else None, ".1f"),
+        _num(run.peak_rss_mb if run else None, ".0f"),
+        _num(row.max_abs_diff, ".2g") if row.tool != NOISE_ROW else "-",
+        _nodes(row),
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _status_text(row: Row) -> str:
+    if row.status is RowStatus.MEASURED and row.outputs_match is False:
+        return "measured, outputs differ"
+    if row.status is RowStatus.MEASURED and row.ir_lowered_from is not None:
+        return "measured (IR lowered)"
+    return row.status.value
+
+
+def _num(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _nodes(row: Row) -> str:
+    if row.nodes_before is None:
+        return "-"
+    after = "-" if row.nodes_after is None else str(row.nodes_after)
+    return f"{row.nodes_before} -> {after}"
+
+
+def _machine_line(results: Results) -> str:
+    machine, config = results.machine, results.config
+    packages = ", ".join(f"{k} {v}" for k, v in machine["packages"].items() if v)  # type: ignore[union-attr]
+    return (
+        f"Machine: {machine['nproc']} cores, {machine['cpu_model']}, {machine['platform']}, "
+        f"Python {machine['python']}; {packages}. Run: {config['command']} "
+        f"({results.duration_s / 60:.1f} min)."
+    )
+
+
+# --- noise and footnotes ------------------------------------------------------------
+
+
+def noise_summary(rows: tuple[Row, ...] | list[Row]) -> dict[str, float] | None:
+    """Across models: the noise rows' median ratio and the widths of their p10-p90 bands."""
+    timings = [row.timing for row in rows if row.tool == NOISE_ROW and row.timing]
+    if not timings:
+        return None
+    bands = [t.ratio_p90 - t.ratio_p10 for t in timings]
+    return {
+        "models": len(timings),
+        "median_ratio": statistics.median(t.ratio for t in timings),
+        "max_abs_ratio_offset": max(abs(t.ratio - 1) for t in timings),
+        "median_band": statistics.median(bands),
+        "max_band": max(bands),
+    }
+
+
+def footnotes(rows: tuple[Row, ...] | list[Row]) -> list[str]:
+    notes = [
+        "ratio = tool output latency / original latency, both under ORT_ENABLE_ALL, timed "
+        "interleaved (A B, B A, ...) in the same process on the same inputs: median of the "
+        "per-iteration ratios, with their p10-p90. Below 1 is faster.",
+        f"beyond noise: 'faster'/'slower' only when the ratio lies outside the p10-p90 of the "
+        f"model's '{NOISE_ROW}' row (the original timed against a byte-identical copy).",
+        "tool wall s: load + optimize + save inside the tool's process (not interpreter start). "
+        "taso's includes its own output check and interleaved measurement (check=True).",
+        "tool peak RSS: maximum resident set of the tool's own fresh subprocess (os.wait4), "
+        "including the Python interpreter, imports and the loaded model.",
+        "max abs diff: over all outputs, tool output vs original on ONNX Runtime with the same "
+        "random inputs.",
+    ]
+    lowered = sorted({f"{r.tool} (IR {r.ir_lowered_from})" for r in rows if r.ir_lowered_from})
+    notes.append(
+        f"IR version: a tool output whose IR version is newer than onnxruntime loads is lowered "
+        f"to {max_ir_version()} (the highest it accepts) before running. Lowered in this run: "
+        f"{', '.join(lowered) if lowered else 'none'}."
+    )
+    notes += [f"{r.model} / {r.tool}: {r.status.value}: {r.error}" for r in rows if r.error]
+    return notes

@@ -1,0 +1,117 @@
+"""The benchmark harness: the original vs onnxsim, onnxslim, onnxoptimizer and taso, side by side.
+
+Run from the repository root:
+
+    python -m benchmarks.run [--models NAME ...] [--tools NAME ...] [--threads 2]
+        [--size full|small] [--repeats N | --seconds-per-pair S] [--time-budget S]
+        [--out results.json] [--markdown results.md]
+
+For each model (built on demand into the cache) it measures, interleaved and in one run,
+the original against itself (the noise row) and against each tool's output, all under
+ORT_ENABLE_ALL; each tool runs in its own fresh subprocess. A tool that is missing or
+fails is a row in the table, never fatal. Prints a markdown table; writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmarks._measure import ModelJob, Row, TimingPlan, measure_model
+from benchmarks._report import Results, machine_info, to_json, to_markdown
+from benchmarks._tools import DEFAULT_TIMEOUT_S, TOOLS, Tool, ToolOptions
+from benchmarks.models import MODELS, Size, build_cached
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.run", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--models", nargs="+", default=list(MODELS), metavar="NAME")
+    parser.add_argument("--tools", nargs="+", default=list(TOOLS), metavar="NAME")
+    parser.add_argument("--size", choices=[s.value for s in Size], default=Size.FULL.value)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=None, help="fixed iterations per pair")
+    parser.add_argument("--seconds-per-pair", type=float, default=10.0, help="adaptive target")
+    parser.add_argument("--min-repeats", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--time-budget", type=float, default=10.0, help="taso's search budget, s")
+    parser.add_argument("--tool-timeout", type=float, default=DEFAULT_TIMEOUT_S)
+    parser.add_argument("--out", type=Path, default=None, help="JSON results file")
+    parser.add_argument("--markdown", type=Path, default=None, help="markdown results file")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.models if name not in MODELS]
+    if unknown:
+        parser.error(f"unknown models {unknown}; known: {sorted(MODELS)}")
+    return args
+
+
+def resolve_tools(names: Sequence[str]) -> tuple[Tool, ...]:
+    """Known tools by name; an unknown name becomes a tool that is reported as not installed."""
+    return tuple(TOOLS.get(name, Tool(name, package="", target="")) for name in names)
+
+
+def run(args: argparse.Namespace, *, command: str) -> Results:
+    plan = TimingPlan(
+        seconds_per_pair=args.seconds_per_pair,
+        min_repeats=args.min_repeats,
+        fixed_repeats=args.repeats,
+        warmup=args.warmup,
+        threads=args.threads,
+    )
+    tools = resolve_tools(args.tools)
+    options = ToolOptions(time_budget_s=args.time_budget)
+    start = time.perf_counter()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="taso-bench-", ignore_cleanup_errors=True) as folder:
+        for name in args.models:
+            _say(f"{name}: building or loading from the cache")
+            path = build_cached(name, Size(args.size))
+            job = ModelJob(name, path, Path(folder), tools, plan, options, args.tool_timeout)
+            rows += measure_model(job, _say)
+    return Results(tuple(rows), machine_info(), _config(args, command), time.perf_counter() - start)
+
+
+def _config(args: argparse.Namespace, command: str) -> dict[str, object]:
+    return {
+        "command": command,
+        "models": list(args.models),
+        "tools": list(args.tools),
+        "size": args.size,
+        "threads": args.threads,
+        "repeats": args.repeats if args.repeats is not None else "adaptive",
+        "seconds_per_pair": args.seconds_per_pair,
+        "min_repeats": args.min_repeats,
+        "warmup": args.warmup,
+        "taso_time_budget_s": args.time_budget,
+        "tool_timeout_s": args.tool_timeout,
+    }
+
+
+def _say(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(arguments)
+    command = shlex.join(["python", "-m", "benchmarks.run", *arguments])
+    results = run(args, command=command)
+    markdown = to_markdown(results)
+    print(markdown)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(to_json(results), encoding="utf-8")
+    if args.markdown is not None:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
