@@ -137,7 +137,9 @@ def dim_window(size: Dim, pad: int, effective_kernel: int, stride: int) -> Dim:
         return (size + pad - effective_kernel) // stride + 1
     if pad == effective_kernel - 1 and stride == 1:
         return size
-    return f"(({size}+{pad - effective_kernel})//{stride}+1)"
+    offset = pad - effective_kernel
+    sign = "+" if offset >= 0 else "-"
+    return f"(({size}{sign}{abs(offset)})//{stride}+1)"
 
 
 def dim_div(a: Dim, b: int) -> Dim:
