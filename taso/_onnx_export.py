@@ -15,6 +15,7 @@ import itertools
 
 import onnx
 
+from taso._fold import fold_constants
 from taso._onnx_import import ModelContext
 from taso.errors import VerificationError
 from taso.ir import INTERNAL_DOMAIN, AttrValue, Graph, Node
@@ -28,6 +29,7 @@ def export_model(graph: Graph, *, ir_version: int | None = None) -> onnx.ModelPr
     if not isinstance(context, ModelContext):
         raise TypeError("graph has no ModelContext: was it made by taso.import?")
     template = context.template
+    graph = fold_constants(graph)
     model = onnx.ModelProto()
     for descriptor, value in template.ListFields():
         if descriptor.name != "graph":

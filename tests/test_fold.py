@@ -1,0 +1,52 @@
+"""Weight transforms (internal nodes over constants) are folded into initializers at export."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper as nh
+
+from taso._fold import fold_constants, has_internal_nodes
+from taso._onnx_export import export_model
+from taso._onnx_import import import_model
+from taso.backends import run_model
+from taso.errors import VerificationError
+from taso.ir import INTERNAL_DOMAIN, Node
+from tests import models
+
+
+def _scaled_conv_graph():
+    """conv2 weight replaced by Mul(w2, Reshape(s)) expressed as internal nodes."""
+    graph = import_model(models.conv_net())
+    conv2_id, conv2 = next((i, n) for i, n in graph.nodes.items() if n.name == "conv2")
+    scale = nh.from_array(np.linspace(0.5, 2.0, 8).astype(np.float32), "scale")
+    from taso.ir import Initializer, TensorType
+
+    init = Initializer("scale", TensorType(1, (8,)), scale)
+    reshape = Node("Reshape", INTERNAL_DOMAIN, ("scale",), ("scale_r",), (("allowzero", 0), ("shape", (-1, 1, 1, 1))))
+    mul = Node("Mul", INTERNAL_DOMAIN, ("w2", "scale_r"), ("w2_scaled",))
+    new_conv = Node("Conv", "", ("r1", "w2_scaled"), conv2.outputs, name="conv2")
+    return graph, graph.rewrite(remove=[conv2_id], add=[reshape, mul, new_conv], initializers=[init])
+
+
+def test_internal_nodes_fold_to_initializers_and_compute_the_transform() -> None:
+    original, rewritten = _scaled_conv_graph()
+    assert has_internal_nodes(rewritten)
+    folded = fold_constants(rewritten)
+    assert not has_internal_nodes(folded)
+    w2 = original.initializers["w2"].array()
+    expected = w2 * np.linspace(0.5, 2.0, 8).astype(np.float32).reshape(-1, 1, 1, 1)
+    np.testing.assert_allclose(folded.initializers["w2_scaled"].array(), expected, rtol=1e-6)
+    model = export_model(rewritten)
+    onnx.checker.check_model(model, full_check=True)
+    assert {t.name for t in model.graph.initializer} == {"w1", "b1", "bias", "w2_scaled"}
+    x = {"x": np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)}
+    assert run_model(model, x)["y"].shape == (1, 8, 1, 1)
+
+
+def test_folding_a_non_constant_is_refused() -> None:
+    graph = import_model(models.conv_net())
+    bad = Node("Relu", INTERNAL_DOMAIN, ("x",), ("xr",))
+    with pytest.raises(VerificationError, match="not a constant"):
+        fold_constants(graph.rewrite(add=[bad]))
