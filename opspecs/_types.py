@@ -82,7 +82,7 @@ class EnumHints:
 
     param_values: Mapping[str, tuple[object, ...]] = field(default_factory=dict)
     weight_inputs: frozenset[int] = frozenset()  # inputs that may be constants (weights)
-    enumerate: bool = True  # False: op appears only in axioms / real models
+    enumerable: bool = True  # False: op appears only in axioms and real models
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ SPEC = OpSpec(
     semantics=_semantics,
     check_fn=_check,
     flops_fn=lambda i, o, p: 2 * numel(o[0]),
-    hints=EnumHints(weight_inputs=frozenset({1, 2, 3, 4}), enumerate=False),
+    hints=EnumHints(weight_inputs=frozenset({1, 2, 3, 4}), enumerable=False),
     min_opset=9,
     polynomial=False,
 )

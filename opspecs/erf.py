@@ -6,5 +6,5 @@ from taso.opspecs._types import EnumHints
 
 SPEC = unary_spec(
     "Erf", "Erf(x) = erf(x)", lambda x, p: scalar_function("erf", x), min_opset=9,
-    polynomial=False, flops_per_element=8, hints=EnumHints(enumerate=False),
+    polynomial=False, flops_per_element=8, hints=EnumHints(enumerable=False),
 )

@@ -52,6 +52,6 @@ SPEC = OpSpec(
     params=(ParamSpec("axis", ParamKind.INT, 1),),
     infer=_infer,
     semantics=_semantics,
-    hints=EnumHints(enumerate=False),
+    hints=EnumHints(enumerable=False),
     min_opset=11,
 )

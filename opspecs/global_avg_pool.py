@@ -40,6 +40,6 @@ SPEC = OpSpec(
     semantics=_semantics,
     check_fn=_check,
     flops_fn=lambda i, o, p: numel(i[0]),
-    hints=EnumHints(enumerate=False),
+    hints=EnumHints(enumerable=False),
     min_opset=1,
 )

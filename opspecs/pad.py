@@ -68,6 +68,6 @@ SPEC = OpSpec(
     infer=_infer,
     semantics=_semantics,
     check_fn=_check,
-    hints=EnumHints(weight_inputs=frozenset({0}), enumerate=False),
+    hints=EnumHints(weight_inputs=frozenset({0}), enumerable=False),
     min_opset=11,
 )

@@ -6,5 +6,5 @@ from taso.opspecs._types import EnumHints
 
 SPEC = unary_spec(
     "Sqrt", "Sqrt(x) = sqrt(x)", lambda x, p: scalar_function("sqrt", x),
-    polynomial=False, flops_per_element=4, hints=EnumHints(enumerate=False),
+    polynomial=False, flops_per_element=4, hints=EnumHints(enumerable=False),
 )

@@ -55,5 +55,5 @@ SPEC = OpSpec(
     infer=_infer,
     semantics=_semantics,
     check_fn=_check,
-    hints=EnumHints(enumerate=False),
+    hints=EnumHints(enumerable=False),
 )

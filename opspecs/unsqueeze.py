@@ -60,5 +60,5 @@ SPEC = OpSpec(
     infer=_infer,
     semantics=_semantics,
     check_fn=_check,
-    hints=EnumHints(enumerate=False),
+    hints=EnumHints(enumerable=False),
 )

@@ -65,3 +65,27 @@ def test_failing_check_carries_reproducer() -> None:
     namespace: dict = {}
     exec(check.reproducer.replace("print(", "result = ("), namespace)  # noqa: S102
     assert namespace["result"].status is Status.FAILED
+
+
+def test_instance_respects_side_condition() -> None:
+    axiom = find_axiom("conv_enlarge_kernel")
+    shapes = {"x": (1, 2, 5, 5), "w": (4, 2, 1, 1)}
+    assert axiom.instance(shapes, {"kernel_shape": (3, 3)}) is not None
+    assert axiom.instance(shapes, {"kernel_shape": (3, 3), "dilations": (2, 2)}) is None
+    assert "kernel_shape" in axiom.param_names
+
+
+def test_uninterpreted_axioms_prove_a_rule() -> None:
+    """The Z3 form is usable by a prover: relu(concat(x, y)) and concat(relu(x), relu(y))
+    are equal under the axiom instance for those parameters."""
+    from taso.opspecs import TENSOR, spec_by_name
+
+    axiom = find_axiom("relu_concat")
+    x, y = z3.Const("x", TENSOR), z3.Const("y", TENSOR)
+    concat, relu = spec_by_name("Concat"), spec_by_name("Relu")
+    lhs = relu.z3_term(concat.z3_term([x, y], {"axis": 1}), {})[0]
+    rhs = concat.z3_term([relu.z3_term([x], {})[0], relu.z3_term([y], {})[0]], {"axis": 1})[0]
+    solver = z3.Solver()
+    solver.add(axiom.instance({"x": (2, 2), "y": (2, 1)}, {"axis": 1}))
+    solver.add(lhs != rhs)
+    assert solver.check() == z3.unsat

@@ -70,6 +70,19 @@ class Axiom:
             params.update(self.derive(config.shapes, config.params))
         return params
 
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        """Names of the axiom's parameters (those its configs bind)."""
+        return tuple(sorted({k for c in self.configs for k in c.params}))
+
+    def instance(self, shapes: Mapping[str, Shape], params: Params) -> z3.BoolRef | None:
+        """The uninterpreted-function formula for new shapes/params; ``None`` when the side
+        condition fails.  This is how a rule prover instantiates axioms."""
+        config = AxiomConfig(dict(shapes), dict(params))
+        if not self.condition(config.shapes, config.params):
+            return None
+        return self.z3_formula(config)
+
     def sides(self, algebra: Algebra, values: Mapping[str, Value], params: Params) -> tuple:
         """(lhs outputs, rhs outputs) as tuples."""
         return (_as_tuple(self.lhs(algebra, values, params)),
