@@ -1,0 +1,250 @@
+"""TASO's cost-based backtracking search over graph rewrites (Jia et al., SOSP'19, Alg. 2).
+
+    queue <- {input}; best <- input
+    while queue and budgets last:
+        G <- cheapest graph in queue            (ties: first discovered first)
+        for each rewrite G -> G':
+            skip G' if seen before (structural hash, confirmed exactly) or cyclic
+            c' <- cost_after(G, cost(G), rewrite)
+            if c' < best cost: best <- G'
+            if c' < alpha * best cost: queue G'
+
+`alpha > 1` lets the search accept rewrites that make the graph slightly worse, to get
+out of local minima. Budgets: wall-clock seconds (checked before every candidate, so it
+is overshot by at most one `expand` step or one `cost_after` call) and explored graphs
+(graphs taken from the queue and expanded). The result says why the search stopped and
+which rules were applied, counted along the path from the input to the best graph.
+Expansion is incremental by default (see `taso.search.rewrite`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from taso.errors import InvalidModelError, UsageError
+from taso.ir import Graph
+from taso.report import StopReason
+from taso.search._frontier import Entry, Frontier, SeenGraphs, lighten
+from taso.search.cost import CostModel
+from taso.search.rewrite import Expand, Expansion, Move, Rewrite, affected_nodes
+
+DEFAULT_MAX_GRAPHS = 10_000
+DEFAULT_MAX_QUEUE = 2_000
+
+
+@dataclass(frozen=True)
+class SearchProgress:
+    """A snapshot passed to the progress callback after every explored graph."""
+
+    explored: int
+    best_cost: float
+    initial_cost: float
+    queued: int
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class SearchStats:
+    """Counts of what happened to candidates."""
+
+    candidates: int = 0
+    duplicates: int = 0
+    cyclic: int = 0
+    pruned: int = 0
+    queue_dropped: int = 0
+    hash_collisions: int = 0
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The best graph found and how it was found."""
+
+    graph: Graph
+    initial_cost: float | None
+    best_cost: float | None
+    stop_reason: StopReason
+    explored: int
+    applied: Counter[str]
+    path: tuple[str, ...]
+    elapsed_s: float
+    stats: SearchStats
+
+    @property
+    def improvement(self) -> float:
+        """initial / best cost (1.0 when nothing was found or nothing was priced)."""
+        if not self.initial_cost or not self.best_cost:
+            return 1.0
+        return self.initial_cost / self.best_cost
+
+
+Progress = Callable[[SearchProgress], None]
+
+
+class _TimeUp(Exception):
+    pass
+
+
+@dataclass
+class _Run:
+    """Mutable state of one search run."""
+
+    expand: Expand
+    cost_model: CostModel
+    alpha: float
+    expansion: Expansion
+    deadline: float
+    started: float
+    frontier: Frontier
+    seen: SeenGraphs
+    best: Entry
+    initial: Entry
+    explored: int = 0
+    candidates: int = 0
+    duplicates: int = 0
+    cyclic: int = 0
+    pruned: int = 0
+
+    def check_time(self) -> None:
+        if time.perf_counter() >= self.deadline:
+            raise _TimeUp
+
+    def explore(self, entry: Entry) -> None:
+        for move, rewrite in self._rewrites(entry):
+            self.check_time()
+            entry.moves.append(move)
+            self._consider(entry, rewrite)
+
+    def _rewrites(self, entry: Entry) -> Iterator[tuple[Move, Rewrite]]:
+        """Fresh rewrites from `expand`, then the parent's moves re-applied (incremental)."""
+        graph = entry.graph
+        incremental = self.expansion is Expansion.INCREMENTAL and entry.parent is not None
+        near = entry.near if incremental else None
+        for rewrite in self.expand(graph, near):
+            self.check_time()
+            if near is None or not rewrite.removed.isdisjoint(near):
+                yield Move.of(graph, rewrite), rewrite
+            # else: a match away from the change; its rebased parent move stands for it
+        if not incremental:
+            return
+        blocked = entry.near or frozenset()
+        for move in entry.parent.moves:  # type: ignore[union-attr]
+            if move.removed.isdisjoint(blocked):
+                rewrite = move.rebase(graph)
+                if rewrite is not None:
+                    yield move, rewrite
+
+    def _consider(self, parent: Entry, rewrite: Rewrite) -> None:
+        self.candidates += 1
+        child = rewrite.graph
+        try:
+            if not self.seen.add(child):
+                self.duplicates += 1
+                return
+        except InvalidModelError:  # the rewrite closed a cycle: no topological order
+            self.cyclic += 1
+            return
+        cost = float(self.cost_model.cost_after(parent.graph, parent.cost, rewrite))
+        near = affected_nodes(parent.graph, child, rewrite)
+        entry = Entry(lighten(child), cost, parent, rewrite.rule_id, near)
+        if cost < self.best.cost:
+            self.best = entry
+        if entry is self.best or cost < self.alpha * self.best.cost:
+            self.frontier.push(entry)
+        else:
+            self.pruned += 1
+
+    def result(self, reason: StopReason) -> SearchResult:
+        path = tuple(self.best.path())
+        stats = SearchStats(
+            self.candidates,
+            self.duplicates,
+            self.cyclic,
+            self.pruned,
+            self.frontier.dropped,
+            self.seen.collisions,
+        )
+        return SearchResult(
+            graph=self.best.graph,
+            initial_cost=self.initial.cost,
+            best_cost=self.best.cost,
+            stop_reason=reason,
+            explored=self.explored,
+            applied=Counter(path),
+            path=path,
+            elapsed_s=time.perf_counter() - self.started,
+            stats=stats,
+        )
+
+
+def search(
+    graph: Graph,
+    expand: Expand,
+    cost_model: CostModel,
+    *,
+    alpha: float = 1.05,
+    time_budget_s: float = 10.0,
+    max_graphs: int = DEFAULT_MAX_GRAPHS,
+    max_queue: int = DEFAULT_MAX_QUEUE,
+    expansion: Expansion = Expansion.INCREMENTAL,
+    progress: Progress | None = None,
+) -> SearchResult:
+    """Search for the cheapest graph reachable from `graph` by `expand`'s rewrites.
+
+    Deterministic for a given graph, `expand` and cost model, unless the time budget
+    stops it. `max_graphs` bounds the graphs explored (expanded); `max_queue` the graphs
+    waiting (the most expensive are dropped first).
+    """
+    _check_options(alpha, time_budget_s, max_graphs, max_queue)
+    started = time.perf_counter()
+    if time_budget_s == 0 or max_graphs == 0:
+        return _no_search(graph, started)
+    root = Entry(graph, float(cost_model.cost(graph)))
+    run = _Run(
+        expand, cost_model, alpha, expansion, started + time_budget_s, started,
+        Frontier(max_queue), SeenGraphs(), root, root,
+    )
+    run.seen.add(graph)
+    run.frontier.push(root)
+    return run.result(_loop(run, max_graphs, progress))
+
+
+def _loop(run: _Run, max_graphs: int, progress: Progress | None) -> StopReason:
+    try:
+        run.check_time()
+        while run.frontier:
+            if run.explored >= max_graphs:
+                return StopReason.GRAPH_BUDGET
+            run.check_time()
+            run.explore(run.frontier.pop())
+            run.explored += 1
+            if progress is not None:
+                progress(_snapshot(run))
+    except _TimeUp:
+        return StopReason.TIME_BUDGET
+    return StopReason.EXHAUSTED
+
+
+def _snapshot(run: _Run) -> SearchProgress:
+    return SearchProgress(
+        run.explored, run.best.cost, run.initial.cost, len(run.frontier),
+        time.perf_counter() - run.started,
+    )
+
+
+def _no_search(graph: Graph, started: float) -> SearchResult:
+    return SearchResult(
+        graph, None, None, StopReason.NO_SEARCH, 0, Counter(), (),
+        time.perf_counter() - started, SearchStats(),
+    )
+
+
+def _check_options(alpha: float, time_budget_s: float, max_graphs: int, max_queue: int) -> None:
+    if alpha < 1.0:
+        raise UsageError(f"alpha must be >= 1.0, got {alpha}")
+    if time_budget_s < 0:
+        raise UsageError(f"time budget must be >= 0 seconds, got {time_budget_s}")
+    if max_graphs < 0 or max_queue < 1:
+        raise UsageError(f"need max_graphs >= 0 and max_queue >= 1, got {max_graphs}, {max_queue}")
