@@ -9,7 +9,7 @@ import pytest
 from taso.errors import UsageError
 from taso.ir import Graph, Node
 from taso.search import Expansion, SearchProgress, StopReason, apply_rewrite, search
-from tests._search_toys import (
+from tests.test_search_toys import (
     Expander,
     OpWeights,
     add_identity,
