@@ -1,0 +1,311 @@
+"""Find where a rule's source pattern occurs in a graph.
+
+Matching is a backtracking search over the pattern's nodes. It starts from a seed (a
+graph node for one pattern node) and grows the match one pattern node at a time,
+preferring nodes whose graph counterpart is already determined: the producer of a value
+a matched node reads, then consumers of a bound value, and only for disconnected
+patterns every node of the op. A node matches when its view (`_bridge.node_view`) has
+the pattern's spec, input count and parameters (literals equal, `ParamVar`s bound
+consistently, unmentioned ones at their default); tensor variables bind consistently,
+`CONST` inputs only to constants. Graph nodes are matched at most once per match.
+
+A complete binding is refused when
+  - a pattern input is bound to a value the matched nodes compute,
+  - an internal value (a matched node's output that is not a mapped output) is read
+    outside the match or is a graph output,
+  - a constraint is false or undecidable on symbolic shapes (see `_constraints`),
+  - the rewrite would create a cycle (see `_creates_cycle`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
+
+from taso.ir import Graph
+from taso.substitutions._bridge import GraphIndex, NodeView, graph_index
+from taso.substitutions._constraints import constraint_holds, tensor_env
+from taso.substitutions._pattern import CompiledNode, CompiledRule, InputRef, NodeRef, compile_rule
+from taso.substitutions.rule import ParamVar, Rule, TensorRole
+
+
+@dataclass(frozen=True)
+class Match:
+    """One occurrence of a rule's source pattern: which nodes, values and parameters."""
+
+    rule_id: str
+    nodes: tuple[tuple[str, int], ...]  # pattern node id -> graph node id, in pattern order
+    tensors: tuple[tuple[str, str], ...]  # pattern input -> value name, sorted by input
+    params: tuple[tuple[str, object], ...]  # parameter variable -> value, sorted by name
+
+    @property
+    def node_ids(self) -> frozenset[int]:
+        return frozenset(node_id for _, node_id in self.nodes)
+
+    def node_of(self, pattern_node: str) -> int:
+        return dict(self.nodes)[pattern_node]
+
+    def tensor_map(self) -> dict[str, str]:
+        return dict(self.tensors)
+
+    def param_map(self) -> dict[str, object]:
+        return dict(self.params)
+
+
+@dataclass(frozen=True)
+class _State:
+    """A partial match; states are never mutated, each step copies the (tiny) dicts."""
+
+    nodes: Mapping[str, int]
+    tensors: Mapping[str, str]
+    params: Mapping[str, object]
+    values: Mapping[NodeRef, str]  # pattern node outputs whose graph value is known
+
+
+_EMPTY = _State({}, {}, {}, {})
+
+
+def find_matches(graph: Graph, rule: Rule, *, near: Collection[int] | None = None) -> list[Match]:
+    """All matches of `rule` in `graph`, in a deterministic order.
+
+    With `near`, only matches that include at least one of those node ids (ids not in the
+    graph are ignored): the search re-matches around a rewrite this way.
+    """
+    compiled = compile_rule(rule)
+    search = _Search(graph_index(graph), compiled)
+    found: dict[tuple[int, ...], Match] = {}
+    for state in search.run(near):
+        key = tuple(state.nodes[n.id] for n in compiled.nodes)
+        if key not in found and search.acceptable(state):
+            found[key] = _to_match(rule.id, compiled, state)
+    return [found[key] for key in sorted(found)]
+
+
+def _to_match(rule_id: str, compiled: CompiledRule, state: _State) -> Match:
+    return Match(
+        rule_id=rule_id,
+        nodes=tuple((n.id, state.nodes[n.id]) for n in compiled.nodes),
+        tensors=tuple(sorted(state.tensors.items())),
+        params=tuple(sorted(state.params.items())),
+    )
+
+
+class _Search:
+    """Backtracking search of one compiled rule over one graph."""
+
+    def __init__(self, index: GraphIndex, compiled: CompiledRule) -> None:
+        self.index = index
+        self.graph = index.graph
+        self.compiled = compiled
+
+    # ----- seeds ---------------------------------------------------------------------------
+    def run(self, near: Collection[int] | None) -> Iterator[_State]:
+        for pattern_node, node_id in self._seeds(near):
+            state = self._bind(_EMPTY, pattern_node, node_id)
+            if state is not None:
+                yield from self._extend(state)
+
+    def _seeds(self, near: Collection[int] | None) -> Iterator[tuple[CompiledNode, int]]:
+        if near is None:
+            root = self.compiled.nodes[-1]
+            for node_id in self.index.nodes_of(root.spec.name):
+                yield root, node_id
+            return
+        for node_id in sorted(n for n in near if n in self.graph.nodes):
+            view = self.index.view(node_id)
+            for pattern_node in self.compiled.nodes:
+                if view is not None and view.spec.name == pattern_node.spec.name:
+                    yield pattern_node, node_id
+
+    # ----- growing a match -----------------------------------------------------------------
+    def _extend(self, state: _State) -> Iterator[_State]:
+        if len(state.nodes) == len(self.compiled.nodes):
+            yield state
+            return
+        pattern_node, candidates = self._next(state)
+        for node_id in candidates:
+            extended = self._bind(state, pattern_node, node_id)
+            if extended is not None:
+                yield from self._extend(extended)
+
+    def _next(self, state: _State) -> tuple[CompiledNode, tuple[int, ...]]:
+        """The unmatched pattern node with the fewest candidates (determined first)."""
+        pending = [n for n in self.compiled.nodes if n.id not in state.nodes]
+        for node in pending:
+            for ref, value in state.values.items():
+                if ref.node == node.id:
+                    producer = self.graph.producers.get(value)
+                    ok = producer is not None and producer[1] == ref.index
+                    return node, (producer[0],) if ok else ()  # type: ignore[index]
+        for node in pending:
+            for value in self._bound_inputs(state, node):
+                return node, self.graph.consumers.get(value, ())
+        node = pending[0]
+        return node, self.index.nodes_of(node.spec.name)
+
+    def _bound_inputs(self, state: _State, node: CompiledNode) -> Iterator[str]:
+        for ref in node.inputs:
+            if isinstance(ref, InputRef) and ref.name in state.tensors:
+                yield state.tensors[ref.name]
+            elif isinstance(ref, NodeRef) and ref in state.values:
+                yield state.values[ref]
+
+    def _bind(self, state: _State, node: CompiledNode, node_id: int) -> _State | None:
+        """`state` plus pattern node `node` = graph node `node_id`, or None if inconsistent."""
+        if node_id in state.nodes.values():
+            return None
+        view = self.index.view(node_id)
+        if view is None or view.spec.name != node.spec.name or len(view.inputs) != len(node.inputs):
+            return None
+        values = self._bind_outputs(state, node, view)
+        tensors = self._bind_inputs(state, node, view, values)
+        if values is None or tensors is None:
+            return None
+        params = _bind_params(state.params, node, view)
+        if params is None:
+            return None
+        return _State({**state.nodes, node.id: node_id}, tensors, params, values)
+
+    def _bind_outputs(self, state: _State, node: CompiledNode, view: NodeView) -> dict[NodeRef, str] | None:
+        values = dict(state.values)
+        for index, name in enumerate(view.outputs):
+            ref = NodeRef(node.id, index)
+            if values.setdefault(ref, name) != name:
+                return None
+        if any(ref.node == node.id and ref.index >= len(view.outputs) for ref in values):
+            return None
+        return values
+
+    def _bind_inputs(
+        self, state: _State, node: CompiledNode, view: NodeView, values: dict[NodeRef, str] | None
+    ) -> dict[str, str] | None:
+        if values is None:
+            return None
+        tensors = dict(state.tensors)
+        for ref, name in zip(node.inputs, view.inputs, strict=True):
+            if isinstance(ref, NodeRef):
+                if values.setdefault(ref, name) != name:
+                    return None
+            elif tensors.setdefault(ref.name, name) != name:
+                return None
+            elif self.compiled.rule.input_role(ref.name) is TensorRole.CONST and not self.index.is_constant(name):
+                return None
+        return tensors
+
+    # ----- whole-match checks --------------------------------------------------------------
+    def acceptable(self, state: _State) -> bool:
+        return (
+            self._inputs_outside(state)
+            and self._internals_private(state)
+            and self._constraints_hold(state)
+            and not _creates_cycle(self.index, self.compiled, state)
+        )
+
+    def _inputs_outside(self, state: _State) -> bool:
+        computed = set(state.values.values())
+        needed = {i.name for i in self.compiled.rule.inputs}
+        return needed <= state.tensors.keys() and not computed & set(state.tensors.values())
+
+    def _internals_private(self, state: _State) -> bool:
+        matched = set(state.nodes.values())
+        mapped = {state.values[ref] for ref in self.compiled.mapped_sources}
+        outputs = set(self.graph.outputs)
+        for node_id in matched:
+            for name in self.graph.nodes[node_id].outputs:
+                if not name or name in mapped:
+                    continue
+                if name in outputs or not set(self.graph.consumers.get(name, ())) <= matched:
+                    return False
+        return True
+
+    def _constraints_hold(self, state: _State) -> bool:
+        if not self.compiled.rule.constraints:
+            return True
+        env = {**tensor_env(self.graph, state.tensors, self.index.is_constant), **state.params}
+        return all(constraint_holds(expr, env) for expr in self.compiled.rule.constraints)
+
+
+def _bind_params(bound: Mapping[str, object], node: CompiledNode, view: NodeView) -> dict[str, object] | None:
+    params = dict(bound)
+    for name, expected in node.params:
+        actual = _normalize(view.params[name])
+        if isinstance(expected, ParamVar):
+            if params.setdefault(expected.name, actual) != actual:
+                return None
+        elif actual != expected:
+            return None
+    return params
+
+
+def _normalize(value: object) -> object:
+    if isinstance(value, list | tuple):
+        return tuple(_normalize(v) for v in value)
+    return value
+
+
+# ----- cycles ------------------------------------------------------------------------------
+
+
+def _creates_cycle(index: GraphIndex, compiled: CompiledRule, state: _State) -> bool:
+    """Whether replacing the match would close a cycle.
+
+    After the rewrite, target nodes read the bound inputs and produce the mapped outputs;
+    the rest of the graph is unchanged. A cycle needs a path, outside the match, from a
+    mapped output v to a bound input u that the target uses to compute some mapped output
+    v' (and so on back to v). Such a path cannot exist when u is an ancestor of v in the
+    source (the graph is acyclic), when u is constant, or when u has no producer; the
+    remaining pairs are checked by a forward search bounded by topological position, and
+    the resulting small port graph is checked for a cycle.
+    """
+    edges: dict[int, set[int]] = {}
+    for i, out in enumerate(compiled.outputs):
+        v = state.values[out.source]
+        source_deps = {state.tensors[name] for name in out.source_deps}
+        candidates = {
+            state.tensors[name]
+            for other in compiled.outputs
+            for name in other.target_deps
+            if state.tensors[name] not in source_deps and _may_be_downstream(index, state.tensors[name])
+        }
+        if not candidates:
+            continue
+        reached = _reachable(index, v, candidates, set(state.nodes.values()))
+        edges[i] = {j for j, other in enumerate(compiled.outputs) if reached & {state.tensors[n] for n in other.target_deps}}
+    return _has_cycle(edges)
+
+
+def _may_be_downstream(index: GraphIndex, value: str) -> bool:
+    return value in index.graph.producers and not index.is_constant(value)
+
+
+def _reachable(index: GraphIndex, start: str, targets: set[str], matched: set[int]) -> set[str]:
+    """Which of `targets` are reachable from value `start` through nodes not in `matched`."""
+    graph = index.graph
+    limit = max(index.position(graph.producers[t][0]) for t in targets)
+    seen_values, seen_nodes, stack, hits = {start}, set(), [start], set()
+    while stack:
+        value = stack.pop()
+        for node_id in graph.consumers.get(value, ()):
+            if node_id in matched or node_id in seen_nodes or index.position(node_id) > limit:
+                continue
+            seen_nodes.add(node_id)
+            for out in graph.nodes[node_id].outputs:
+                if out and out not in seen_values:
+                    seen_values.add(out)
+                    hits |= {out} & targets
+                    stack.append(out)
+    return hits
+
+
+def _has_cycle(edges: Mapping[int, set[int]]) -> bool:
+    state: dict[int, int] = {}  # 1 = on the stack, 2 = done
+
+    def visit(node: int) -> bool:
+        state[node] = 1
+        for nxt in edges.get(node, ()):
+            if state.get(nxt) == 1 or (nxt not in state and visit(nxt)):
+                return True
+        state[node] = 2
+        return False
+
+    return any(node not in state and visit(node) for node in edges)

@@ -1,0 +1,16 @@
+"""Matching and applying rules on the IR: the small public face of the engine.
+
+    matches = find_matches(graph, rule)            # every occurrence, deterministic order
+    matches = find_matches(graph, rule, near=ids)  # only those touching these node ids
+    variant = apply(graph, rule, matches[0])       # a new Graph, or None if invalid here
+
+`node_view(graph, node)` shows how the matcher sees a node (spec, parameters, tensor
+inputs), or None for opaque nodes. The engine lives in the private `_matcher`,
+`_apply`, `_bridge` and `_emit` modules.
+"""
+
+from taso.substitutions._apply import apply
+from taso.substitutions._bridge import NodeView, is_constant, node_view
+from taso.substitutions._matcher import Match, find_matches
+
+__all__ = ["Match", "NodeView", "apply", "find_matches", "is_constant", "node_view"]
