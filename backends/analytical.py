@@ -26,6 +26,7 @@ from typing import ClassVar
 import numpy as np
 import onnx
 import onnx.reference
+
 from taso.backends._session import ModelSource, call_ort, load_structure
 from taso.backends.profiles import Shape, ShapeProfile, real_inputs, resolve_shapes
 

@@ -23,9 +23,9 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 import onnx
+
 from taso.backends._session import ModelSource, load_structure
 from taso.backends.profiles import Shape, ShapeProfile, real_inputs, resolve_shapes
-
 from taso.errors import UnsupportedModelError
 
 DEFAULT_INT_HIGH = 8

@@ -19,6 +19,7 @@ from typing import ClassVar
 
 import numpy as np
 import onnxruntime as ort
+
 from taso.backends._session import (
     ModelSource,
     Provider,
@@ -33,7 +34,6 @@ from taso.backends.cost_cache import CostCache, CostKey
 from taso.backends.inputs import make_inputs
 from taso.backends.profiles import ShapeProfile
 from taso.backends.timing import DEFAULT_REPEATS, DEFAULT_WARMUP, measure_latency
-
 from taso.errors import BackendError
 
 _CUDA = "CUDAExecutionProvider"

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
 from taso.backends._session import ModelSource
 from taso.backends.profiles import ShapeProfile
 

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from taso.backends.analytical import AnalyticalBackend
 from taso.backends.ort_backends import OrtCpuBackend, OrtCudaBackend
 from taso.backends.protocol import Backend
-
 from taso.errors import UsageError
 
 _FACTORIES: dict[str, Callable[[], Backend]] = {

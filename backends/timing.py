@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnxruntime as ort
+
 from taso.backends._session import (
     GraphOptimization,
     ModelSource,
@@ -28,7 +29,6 @@ from taso.backends._session import (
     call_ort,
     create_session,
 )
-
 from taso.errors import UsageError
 
 DEFAULT_REPEATS = 30

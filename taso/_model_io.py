@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import onnx
 from google.protobuf.message import DecodeError
@@ -146,33 +147,38 @@ _EXTERNAL_MIN_BYTES = 1024
 
 
 def _externalize(model: onnx.ModelProto, data_path: Path, data_name: str, base_dir: str) -> None:
-    """Move every large or already-external tensor into one data file, one tensor at a time."""
+    """Move every large or already-external tensor into one data file, one chunk at a time."""
     with open(data_path, "wb") as sink:
         for tensor in model.graph.initializer:
-            payload = _tensor_payload(tensor, base_dir)
-            if payload is None:
-                continue
             offset = sink.tell()
-            sink.write(payload)
-            _set_external(tensor, data_name, offset, len(payload))
+            if tensor.data_location == onnx.TensorProto.EXTERNAL:
+                _copy_external(tensor, base_dir, sink)
+            elif tensor.HasField("raw_data") and len(tensor.raw_data) >= _EXTERNAL_MIN_BYTES:
+                sink.write(tensor.raw_data)
+                tensor.ClearField("raw_data")
+            else:
+                continue
+            _set_external(tensor, data_name, offset, sink.tell() - offset)
         sink.flush()
         os.fsync(sink.fileno())
 
 
-def _tensor_payload(tensor: onnx.TensorProto, base_dir: str) -> bytes | None:
-    if tensor.data_location == onnx.TensorProto.EXTERNAL:
-        info = {e.key: e.value for e in tensor.external_data}
-        source = Path(base_dir) / info["location"]
-        offset = int(info.get("offset", 0))
-        with open(source, "rb") as f:
-            f.seek(offset)
-            length = int(info["length"]) if "length" in info else -1
-            return f.read(length)
-    if tensor.HasField("raw_data") and len(tensor.raw_data) >= _EXTERNAL_MIN_BYTES:
-        payload = tensor.raw_data
-        tensor.ClearField("raw_data")
-        return payload
-    return None
+_CHUNK = 64 << 20
+
+
+def _copy_external(tensor: onnx.TensorProto, base_dir: str, sink: BinaryIO) -> None:
+    info = {e.key: e.value for e in tensor.external_data}
+    source = Path(base_dir) / info["location"]
+    remaining = int(info["length"]) if "length" in info else None
+    with open(source, "rb") as f:
+        f.seek(int(info.get("offset", 0)))
+        while remaining is None or remaining > 0:
+            chunk = f.read(_CHUNK if remaining is None else min(_CHUNK, remaining))
+            if not chunk:
+                break
+            sink.write(chunk)
+            if remaining is not None:
+                remaining -= len(chunk)
 
 
 def _set_external(tensor: onnx.TensorProto, location: str, offset: int, length: int) -> None:

@@ -142,10 +142,23 @@ def _inferred_types(model: onnx.ModelProto) -> dict[str, TensorType]:
     """Run onnx shape inference on a proxy where large weights are typed graph inputs."""
     proxy = _shape_proxy(model)
     try:
-        inferred = onnx.shape_inference.infer_shapes(proxy, strict_mode=False, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(proxy, strict_mode=False, data_prop=_data_prop_is_safe(model))
     except Exception:  # inference is best effort: declared types still hold
         return {}
     return _declared_types(inferred.graph)
+
+
+_DATA_PROP_MAX_1D = 1 << 16
+
+
+def _data_prop_is_safe(model: onnx.ModelProto) -> bool:
+    """onnx data propagation materializes symbolic values of 1-D tensors: skip it for huge ones."""
+    lengths = [t.dims[0] for t in model.graph.initializer if len(t.dims) == 1]
+    for value in model.graph.input:
+        dims = value.type.tensor_type.shape.dim
+        if len(dims) == 1:
+            lengths.append(dims[0].dim_value)
+    return all(n <= _DATA_PROP_MAX_1D for n in lengths)
 
 
 def _shape_proxy(model: onnx.ModelProto) -> onnx.ModelProto:

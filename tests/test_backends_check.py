@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+
 from taso.backends import (
     DEFAULT_DIM,
     GraphOptimization,
@@ -21,7 +22,6 @@ from taso.backends import (
     resolve_shapes,
     run_model,
 )
-
 from taso.errors import BackendError, TasoError, UsageError
 
 OPSET = [helper.make_opsetid("", 17)]

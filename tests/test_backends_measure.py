@@ -16,6 +16,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+
 from taso.backends import (
     CACHE_DIR_ENV,
     AnalyticalBackend,
@@ -34,7 +35,6 @@ from taso.backends import (
     measure_interleaved,
     measure_latency,
 )
-
 from taso.errors import BackendError, TasoError, UsageError
 
 

@@ -19,10 +19,10 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from taso.backends import max_ir_version
 
 from taso._onnx_export import export_model
 from taso._onnx_import import import_model
+from taso.backends import max_ir_version
 
 
 class Outcome(enum.Enum):

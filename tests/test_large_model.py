@@ -1,0 +1,79 @@
+"""A model over 2 GB (external data) round-trips without being held whole in memory.
+
+Slow (writes ~2.2 GB twice): `python -m pytest -m slow tests/test_large_model.py -s`
+prints peak memory against model size.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto
+from onnx import helper as h
+
+CHUNKS = 8
+CHUNK_FLOATS = 70_000_000  # 8 x 280 MB = 2.24 GB
+
+
+def write_large_model(folder: Path) -> Path:
+    """x + w0 + w1 + ... with each w a 280 MB external tensor, written without holding them all."""
+    data = folder / "big.onnx.data"
+    inits, nodes, previous = [], [], "x"
+    with open(data, "wb") as sink:
+        for k in range(CHUNKS):
+            offset = sink.tell()
+            block = np.full(CHUNK_FLOATS, 0.001 * (k + 1), dtype=np.float32)
+            sink.write(block.tobytes())
+            del block
+            tensor = TensorProto(name=f"w{k}", data_type=TensorProto.FLOAT, dims=[CHUNK_FLOATS])
+            tensor.data_location = TensorProto.EXTERNAL
+            for key, value in (("location", data.name), ("offset", str(offset)), ("length", str(CHUNK_FLOATS * 4))):
+                entry = tensor.external_data.add()
+                entry.key, entry.value = key, value
+            inits.append(tensor)
+            nodes.append(h.make_node("Add", [previous, f"w{k}"], [f"s{k}"]))
+            previous = f"s{k}"
+    nodes.append(h.make_node("ReduceSum", [previous], ["y"], keepdims=0))
+    graph = h.make_graph(nodes, "big", [h.make_tensor_value_info("x", TensorProto.FLOAT, [CHUNK_FLOATS])],
+                         [h.make_tensor_value_info("y", TensorProto.FLOAT, [])], inits)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    model.ir_version = 10
+    path = folder / "big.onnx"
+    onnx.save_model(model, path)
+    return path
+
+
+_CHILD = """
+import json, resource, sys, time
+import taso
+start = time.perf_counter()
+result = taso.optimize_onnx(sys.argv[1], sys.argv[2], time_budget_s=0, check=sys.argv[3] == "check")
+print(json.dumps({"seconds": time.perf_counter() - start,
+                  "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "check": result.report.check.value}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["no-check", "check"])
+def test_over_2gb_model_roundtrips_keeping_external_data(tmp_path: Path, mode: str) -> None:
+    source = write_large_model(tmp_path)
+    size = (tmp_path / "big.onnx.data").stat().st_size
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(source), str(out_dir / "big.onnx"), mode],
+                          capture_output=True, text=True, check=True)
+    figures = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(f"\n{mode}: model {size / 2**30:.2f} GiB, peak RSS {figures['peak_rss_bytes'] / 2**30:.2f} GiB "
+          f"({figures['peak_rss_bytes'] / size:.2f}x), {figures['seconds']:.1f} s, check {figures['check']}")
+    written = onnx.load(str(out_dir / "big.onnx"), load_external_data=False)
+    assert all(t.data_location == TensorProto.EXTERNAL for t in written.graph.initializer)
+    assert (out_dir / "big.onnx.data").stat().st_size == size
+    if mode == "no-check":
+        assert figures["peak_rss_bytes"] < 0.5 * size
