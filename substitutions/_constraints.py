@@ -10,11 +10,13 @@ the matcher never guesses on symbolic shapes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import CodeType
 
 from taso.ir import Graph
-from taso.substitutions.rule import RuleError, evaluate_expression
+from taso.substitutions.rule import RuleError, expression_names
 
 
 class Undecidable(Exception):
@@ -78,6 +80,24 @@ def _dim(dim: object, where: str) -> object:
     if isinstance(dim, str):
         return SymbolicDim(dim, known_symbol=True)
     return SymbolicDim(where, known_symbol=False)
+
+
+_BUILTINS = {"len": len, "all": all, "any": any, "min": min, "max": max, "abs": abs, "tuple": tuple, "range": range}
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(expr: str) -> CodeType:
+    """Validate (`rule.expression_names`) and compile an expression once."""
+    expression_names(expr)
+    return compile(expr, "<rule>", "eval")
+
+
+def evaluate_expression(expr: str, env: Mapping[str, object]) -> object:
+    """`rule.evaluate_expression` with the parse and compile cached (matching is a hot path).
+
+    The environment is passed as globals so that names inside generator expressions
+    (`all(d == k for d in s)`) resolve to parameters too."""
+    return eval(_compiled(expr), {"__builtins__": _BUILTINS, **env})  # noqa: S307
 
 
 def constraint_holds(expr: str, env: Mapping[str, object]) -> bool:

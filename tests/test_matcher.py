@@ -247,3 +247,16 @@ def test_constness_of_initializers_constants_and_overridable_initializers() -> N
     model.graph.input.append(h.make_tensor_value_info("w2", TensorProto.FLOAT, [8, 8, 1, 1]))
     overridable = import_model(model)
     assert is_constant(overridable, "w1") and not is_constant(overridable, "w2")
+
+
+def test_public_matching_api_is_pinned() -> None:
+    import inspect
+
+    from taso.substitutions import matching
+
+    assert sorted(matching.__all__) == ["Match", "NodeView", "apply", "find_matches", "is_constant", "node_view"]
+    assert str(inspect.signature(matching.find_matches)) == (
+        "(graph: 'Graph', rule: 'Rule', *, near: 'Collection[int] | None' = None) -> 'list[Match]'"
+    )
+    assert str(inspect.signature(matching.apply)) == "(graph: 'Graph', rule: 'Rule', match: 'Match') -> 'Graph | None'"
+    assert [f.name for f in dataclasses.fields(Match)] == ["rule_id", "nodes", "tensors", "params"]
