@@ -7,7 +7,8 @@ literals, `ParamVar`s (a variable bound by matching: rules are parametric) or
 `ParamExpr`s (computed from bound variables, in the target only). Constraints are
 expressions over bound parameters and tensor shapes, in a small safe language:
 
-    names       parameter variables;  shape(x), rank(x), is_const(x) for tensor variables
+    names       parameter variables;  shape(x), rank(x), is_const(x) for tensor variables,
+                value(c): the value of a constant scalar (or all-equal constant) tensor, else None
     operators   + - * // % == != < <= > >= and or not, indexing, tuples, len, all, any,
                 min, max, abs
 
@@ -132,7 +133,7 @@ class Rule:
 
 # ----- validation ------------------------------------------------------------------------
 
-_FUNCTIONS = frozenset({"shape", "rank", "is_const", "len", "all", "any", "min", "max", "abs", "tuple", "range"})
+_FUNCTIONS = frozenset({"shape", "rank", "is_const", "value", "len", "all", "any", "min", "max", "abs", "tuple", "range"})
 _ALLOWED_NODES = (
     ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Name, ast.Load,
     ast.Constant, ast.Tuple, ast.List, ast.Subscript, ast.Slice, ast.IfExp, ast.GeneratorExp,
@@ -165,7 +166,8 @@ def evaluate_expression(expr: str, env: Mapping[str, object]) -> object:
     """Evaluate a validated expression with `env` (parameters and shape/rank/is_const helpers)."""
     expression_names(expr)
     builtins = {"len": len, "all": all, "any": any, "min": min, "max": max, "abs": abs, "tuple": tuple, "range": range}
-    return eval(compile(expr, "<rule>", "eval"), {"__builtins__": builtins}, dict(env))  # noqa: S307
+    scope = {**env, "__builtins__": builtins}  # globals, so generator expressions see parameters
+    return eval(compile(expr, "<rule>", "eval"), scope)  # noqa: S307
 
 
 def _validate(rule: Rule) -> None:
