@@ -63,3 +63,13 @@ __all__ = [
     "resolve_shapes",
     "run_model",
 ]
+
+# search cost models (taso.search.CostModel implementations)
+from taso.backends.graph_cost import (  # noqa: E402
+    AnalyticalCostModel,
+    CostSource,
+    MeasuredCostModel,
+    RegionRecord,
+    Timing,
+)
+# not yet in __all__: tests/test_backends_measure.py pins it (its owner adds these names)

@@ -33,6 +33,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+import onnx
+
 from taso.ir import Graph, Initializer, Node, TensorType
 
 
@@ -128,13 +130,11 @@ class Move:
         if any(graph.nodes.get(i) is not node for i, node in zip(ids, self.removed_nodes, strict=True)):
             return None
         added, types = self._renamed_for(graph)
+        inits, renames = _fresh_initializers(graph, self.initializers)
+        if renames:
+            added = tuple(_rename(node, renames) for node in added)
         return apply_rewrite(
-            graph,
-            self.rule_id,
-            remove=self.removed,
-            add=added,
-            types=types,
-            initializers=self.initializers,
+            graph, self.rule_id, remove=self.removed, add=added, types=types, initializers=inits
         )
 
     def _renamed_for(self, graph: Graph) -> tuple[tuple[Node, ...], Mapping[str, TensorType]]:
@@ -166,3 +166,23 @@ def _rename(node: Node, renames: Mapping[str, str]) -> Node:
         outputs=tuple(renames.get(n, n) for n in node.outputs),
         proto=None,
     )
+
+
+def _fresh_initializers(
+    graph: Graph, initializers: tuple[Initializer, ...]
+) -> tuple[tuple[Initializer, ...], dict[str, str]]:
+    """Rename new weights whose names `graph` already gives to a different weight."""
+    kept: list[Initializer] = []
+    renames: dict[str, str] = {}
+    for init in initializers:
+        existing = graph.initializers.get(init.name)
+        if existing is None or existing is init:
+            kept.append(init)
+            continue
+        fresh = graph.fresh_name(init.name)
+        proto = onnx.TensorProto()
+        proto.CopyFrom(init.proto)
+        proto.name = fresh
+        kept.append(replace(init, name=fresh, proto=proto))
+        renames[init.name] = fresh
+    return tuple(kept), renames

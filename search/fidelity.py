@@ -1,0 +1,162 @@
+"""How well does a cost model rank graphs? Spearman correlation, predicted vs measured.
+
+    python -m taso.search.fidelity MODEL.onnx [--candidates 24] [--hops 1] [--shapes ...]
+
+Candidates are made from the model by chains of 1-4 random structure-preserving variant
+rewrites (`taso.search._variants`: conv splitting, relu as max, double relu, identity
+insertion: honest stand-ins until the verified rules are wired in). Each candidate's
+cost is predicted the way the search does it: the input graph's measured cost, then
+`cost_after` along the chain. Every candidate is then measured end to end on ORT CPU,
+each interleaved with the input graph (spinning off; see `measure_all`), and the
+Spearman rank correlation between predicted and measured latency is reported (target >= 0.9).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from taso.ir import Graph
+from taso.search._variants import all_variants
+from taso.search.cost import CostModel
+
+MIN_CANDIDATES = 20
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A variant graph, the rules that made it, and its predicted cost."""
+
+    graph: Graph
+    rules: tuple[str, ...]
+    predicted: float
+
+
+@dataclass(frozen=True)
+class FidelityReport:
+    candidates: tuple[Candidate, ...]
+    measured_ms: tuple[float, ...]
+    spearman: float
+
+    def table(self) -> str:
+        rows = [f"{'predicted ms':>13} {'measured ms':>12}  rules"]
+        for cand, ms in sorted(zip(self.candidates, self.measured_ms, strict=True), key=lambda p: p[1]):
+            rows.append(f"{cand.predicted:13.4f} {ms:12.4f}  {' '.join(cand.rules) or '(input)'}")
+        rows.append(f"spearman rank correlation: {self.spearman:.3f} over {len(self.candidates)} graphs")
+        return "\n".join(rows)
+
+
+def make_candidates(graph: Graph, model: CostModel, *, count: int = 24, seed: int = 0, max_chain: int = 4) -> list[Candidate]:
+    """The input graph plus distinct random variant chains, each priced incrementally."""
+    rng = random.Random(seed)
+    root_cost = model.cost(graph)
+    found = [Candidate(graph, (), root_cost)]
+    seen = {graph.structural_hash}
+    for _ in range(count * 20):
+        if len(found) >= count:
+            break
+        current, cost, rules = graph, root_cost, []
+        for _ in range(rng.randint(1, max_chain)):
+            options = list(all_variants(current))
+            if not options:
+                break
+            rewrite = rng.choice(options)
+            cost = model.cost_after(current, cost, rewrite)
+            current, rules = rewrite.graph, [*rules, rewrite.rule_id]
+        if current.structural_hash not in seen:
+            seen.add(current.structural_hash)
+            found.append(Candidate(current, tuple(rules), cost))
+    return found
+
+
+def measure_all(graphs: Sequence[Graph], *, shapes_of: object, repeats: int = 60, threads: int = 2) -> list[float]:
+    """End-to-end latency of each graph, as a paired ratio to the first graph.
+
+    Each graph is timed interleaved with `graphs[0]` (spinning off, order alternating),
+    and reported as `median(graphs[0]) * median(per-iteration ratio)`: slow drifts of a
+    shared machine's speed cancel out of the ratios.
+    """
+    from taso.backends._region import extract_region
+    from taso.backends.inputs import make_inputs
+    from taso.backends.timing import measure_interleaved, measure_latency
+
+    models = [extract_region(g, g.nodes, shapes_of).model for g in graphs]  # type: ignore[arg-type]
+    feeds = make_inputs(models[0])
+    base = measure_latency(models[0], feeds, repeats=repeats, threads=threads).median_ms
+    measured = [base]
+    for model in models[1:]:
+        timing = measure_interleaved(models[0], model, feeds, repeats=repeats, threads=threads)
+        measured.append(base * timing.paired_ratio)
+    return measured
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman rank correlation (average ranks for ties)."""
+    ra, rb = _ranks(a), _ranks(b)
+    if ra.std() == 0 or rb.std() == 0:
+        return 0.0
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def _ranks(values: Sequence[float]) -> np.ndarray:
+    array = np.asarray(values, dtype=float)
+    order = array.argsort(kind="stable")
+    ranks = np.empty(len(array))
+    ranks[order] = np.arange(len(array), dtype=float)
+    for value in np.unique(array):
+        tied = array == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def fidelity(graph: Graph, model: object, *, count: int = 24, seed: int = 0, repeats: int = 60) -> FidelityReport:
+    """Rank correlation of `model`'s predictions (a MeasuredCostModel or AnalyticalCostModel)."""
+    candidates = make_candidates(graph, model, count=count, seed=seed)  # type: ignore[arg-type]
+    shapes = model.shapes_for(graph).shape  # type: ignore[attr-defined]
+    measured = measure_all([c.graph for c in candidates], shapes_of=shapes, repeats=repeats)
+    return FidelityReport(tuple(candidates), tuple(measured), spearman([c.predicted for c in candidates], measured))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m taso.search.fidelity", description=__doc__.splitlines()[0])
+    parser.add_argument("model")
+    parser.add_argument("--candidates", type=int, default=24)
+    parser.add_argument("--hops", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=60, help="interleaved runs per candidate")
+    parser.add_argument("--shapes", default=None, help="e.g. input=1x3x224x224,batch=1")
+    parser.add_argument("--analytical", action="store_true", help="judge the analytical model instead")
+    parser.add_argument("--no-cache", action="store_true", help="measure every region afresh")
+    args = parser.parse_args(argv)
+    graph, model = _setup(args)
+    report = fidelity(graph, model, count=max(args.candidates, MIN_CANDIDATES), seed=args.seed, repeats=args.repeats)
+    print(report.table())
+    records = getattr(model, "records", [])
+    if records:
+        sources = {s: sum(1 for r in records if r.source is s) for s in {r.source for r in records}}
+        print("regions priced: " + ", ".join(f"{s.value} {n}" for s, n in sorted(sources.items(), key=lambda p: p[0].value)), file=sys.stderr)
+    return 0
+
+
+def _setup(args: argparse.Namespace) -> tuple[Graph, object]:
+    from taso._model_io import load_model
+    from taso._onnx_import import import_model
+    from taso.backends import ShapeProfile
+    from taso.backends.graph_cost import AnalyticalCostModel, MeasuredCostModel
+
+    loaded = load_model(args.model)
+    graph = import_model(loaded.model, base_dir=loaded.base_dir)
+    profile = ShapeProfile.parse(args.shapes) if args.shapes else None
+    if args.analytical:
+        return graph, AnalyticalCostModel(profile=profile)
+    cache = None if args.no_cache else MeasuredCostModel(profile=profile).cache
+    return graph, MeasuredCostModel(profile=profile, hops=args.hops, cache=cache)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
