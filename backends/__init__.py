@@ -64,12 +64,10 @@ __all__ = [
     "run_model",
 ]
 
-# search cost models (taso.search.CostModel implementations)
-from taso.backends.graph_cost import (  # noqa: E402
-    AnalyticalCostModel,
-    CostSource,
-    MeasuredCostModel,
-    RegionRecord,
-    Timing,
-)
-# not yet in __all__: tests/test_backends_measure.py pins it (its owner adds these names)
+# search cost models (taso.search.CostModel implementations); not yet in __all__, which
+# tests/test_backends_measure.py pins (its owner adds these names)
+from taso.backends.graph_cost import AnalyticalCostModel as AnalyticalCostModel  # noqa: E402
+from taso.backends.graph_cost import CostSource as CostSource  # noqa: E402
+from taso.backends.graph_cost import MeasuredCostModel as MeasuredCostModel  # noqa: E402
+from taso.backends.graph_cost import RegionRecord as RegionRecord  # noqa: E402
+from taso.backends.graph_cost import Timing as Timing  # noqa: E402
