@@ -21,6 +21,7 @@ from pathlib import Path
 
 import onnx
 
+from taso._decide import decide
 from taso._model_io import (
     LoadedModel,
     check_model,
@@ -30,13 +31,13 @@ from taso._model_io import (
 )
 from taso._onnx_export import export_model
 from taso._onnx_import import import_model
+from taso._rewriting import RulesArg, SearchOutcome, resolve_rules, run_search
 from taso.errors import BackendError
 from taso.ir import Graph
 from taso.report import CheckStatus, Decision, Latency, Report, StopReason
+from taso.search import CostModel, SearchProgress
 
 DEFAULT_TIME_BUDGET_S = 10.0
-MIN_SPEEDUP = 1.01
-"""The optimized model is returned only if its median paired speedup is at least this."""
 
 
 @dataclass(frozen=True)
@@ -45,16 +46,6 @@ class OptimizeResult:
 
     model: onnx.ModelProto
     report: Report
-
-
-@dataclass(frozen=True)
-class _SearchOutcome:
-    graph: Graph
-    applied: dict[str, int]
-    stop_reason: StopReason
-    explored: int = 0
-    predicted_original_ms: float | None = None
-    predicted_best_ms: float | None = None
 
 
 @dataclass
@@ -78,7 +69,7 @@ def optimize_onnx(
     time_budget_s: float = DEFAULT_TIME_BUDGET_S,
     alpha: float = 1.05,
     check: bool = True,
-    rules: object | None = None,
+    rules: RulesArg = None,
     shapes: str | Mapping[str, object] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> OptimizeResult:
@@ -100,7 +91,9 @@ def optimize_onnx(
         check_model(loaded.model, path=loaded.path)
     say(f"loaded: {len(graph.nodes)} nodes")
     with phases.time("search"):
-        outcome = _search(graph, time_budget_s=time_budget_s, alpha=alpha, rules=rules, backend=backend)
+        outcome = _search(
+            graph, time_budget_s=time_budget_s, alpha=alpha, rules=rules, backend=backend, shapes=shapes, say=say
+        )
     with phases.time("export"):
         original = export_model(graph)
         candidate = export_model(outcome.graph) if outcome.applied else original
@@ -113,17 +106,49 @@ def optimize_onnx(
     return result
 
 
-def _search(graph: Graph, *, time_budget_s: float, alpha: float, rules: object | None, backend: str) -> _SearchOutcome:
+def _search(
+    graph: Graph, *, time_budget_s: float, alpha: float, rules: RulesArg, backend: str,
+    shapes: str | Mapping[str, object] | None, say: Callable[[str], None],
+) -> SearchOutcome:
     if time_budget_s == 0:
-        return _SearchOutcome(graph, {}, StopReason.NO_SEARCH)
-    return _SearchOutcome(graph, {}, StopReason.NO_RULES)
+        return SearchOutcome(graph, {}, StopReason.NO_SEARCH)
+    chosen = resolve_rules(rules)
+    if not chosen:
+        return SearchOutcome(graph, {}, StopReason.NO_RULES)
+    say(f"searching with {len(chosen)} proved rules for up to {time_budget_s:g} s")
+    return run_search(
+        graph, rules=chosen, cost_model=_cost_model(backend, _profile(shapes)), alpha=alpha,
+        time_budget_s=time_budget_s, progress=_throttled(say),
+    )
+
+
+def _cost_model(backend: str, profile: object | None) -> CostModel:
+    from taso.backends import get_backend
+    from taso.backends.graph_cost import AnalyticalCostModel, MeasuredCostModel
+
+    get_backend(backend)  # unknown name or unavailable device: a clear error before any work
+    if backend == "analytical":
+        return AnalyticalCostModel(profile=profile)  # type: ignore[arg-type]
+    return MeasuredCostModel(profile=profile)  # type: ignore[arg-type]
+
+
+def _throttled(say: Callable[[str], None], every_s: float = 1.0) -> Callable[[SearchProgress], None]:
+    last = [0.0]
+
+    def report(p: SearchProgress) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= every_s:
+            last[0] = now
+            say(f"search: {p.explored} graphs explored, best {p.best_cost:.3f} ms (start {p.initial_cost:.3f} ms)")
+
+    return report
 
 
 def _check_and_choose(
     loaded: LoadedModel,
     original: onnx.ModelProto,
     candidate: onnx.ModelProto,
-    outcome: _SearchOutcome,
+    outcome: SearchOutcome,
     *,
     check: bool,
     shapes: str | Mapping[str, object] | None,
@@ -155,15 +180,15 @@ def _check_and_choose(
         if check and decision in (Decision.OPTIMIZED, Decision.UNCHANGED):
             with phases.time("measure"):
                 say("measuring both models interleaved")
-                timing = backends.measure_interleaved(runnable_original, candidate, inputs)
+                verdict = decide(runnable_original, candidate, inputs)
             latency = Latency(
                 predicted_original_ms=latency.predicted_original_ms,
                 predicted_optimized_ms=latency.predicted_optimized_ms,
-                measured_original_ms=timing.a.median_ms,
-                measured_optimized_ms=timing.b.median_ms,
-                measured_spread=timing.paired_ratio_p90 - timing.paired_ratio_p10,
+                measured_original_ms=verdict.original_ms,
+                measured_optimized_ms=verdict.optimized_ms,
+                measured_spread=verdict.spread,
             )
-            if decision is Decision.OPTIMIZED and timing.paired_ratio > 1.0 / MIN_SPEEDUP:
+            if decision is Decision.OPTIMIZED and not verdict.faster:
                 decision = Decision.NOT_FASTER
     except BackendError as exc:
         notes.append(f"ONNX Runtime cannot run this model, so it was neither checked nor measured: {exc}")

@@ -1,0 +1,104 @@
+"""Glue between the rule library, the matcher and the search: what `optimize_onnx` runs.
+
+    rules (shipped library or the caller's) -> expand(graph, near) -> search(...) -> outcome
+
+Only rules whose proof record says PROVED are used: an unproved rule never rewrites a
+user's model, whatever file it came from.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from taso.errors import UsageError
+from taso.ir import Graph
+from taso.report import StopReason
+from taso.search import CostModel, Rewrite, SearchProgress, search
+from taso.substitutions.matching import apply, find_matches
+from taso.substitutions.rule import ProofStatus, Rule, RuleLibrary, load_rules
+
+RulesArg = str | os.PathLike[str] | RuleLibrary | Sequence[Rule] | None
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    graph: Graph
+    applied: dict[str, int]
+    stop_reason: StopReason
+    explored: int = 0
+    predicted_original_ms: float | None = None
+    predicted_best_ms: float | None = None
+
+
+def default_rules() -> tuple[Rule, ...]:
+    """Every rule file shipped in `taso/substitutions/library/`, in file-name order."""
+    library = resources.files("taso.substitutions").joinpath("library")
+    rules: list[Rule] = []
+    if not library.is_dir():
+        return ()
+    for entry in sorted(library.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".json"):
+            rules.extend(load_rules(entry.read_text()).rules)
+    return tuple(rules)
+
+
+def resolve_rules(rules: RulesArg) -> tuple[Rule, ...]:
+    """The proved rules to search with; a rule file that cannot be read is a usage error."""
+    if rules is None:
+        chosen = default_rules()
+    elif isinstance(rules, RuleLibrary):
+        chosen = rules.rules
+    elif isinstance(rules, str | os.PathLike):
+        path = Path(rules)
+        if not path.is_file():
+            raise UsageError(f"{path}: no such rule file")
+        chosen = load_rules(path).rules
+    else:
+        chosen = tuple(rules)
+    return tuple(r for r in chosen if r.proof.status is ProofStatus.PROVED)
+
+
+def make_expand(rules: Sequence[Rule]) -> Callable[[Graph, frozenset[int] | None], Iterator[Rewrite]]:
+    """`expand(graph, near)` for the search: every rule at every match (near the change)."""
+
+    def expand(graph: Graph, near: frozenset[int] | None) -> Iterator[Rewrite]:
+        for rule in rules:
+            for match in find_matches(graph, rule, near=near):
+                variant = apply(graph, rule, match)
+                if variant is None:
+                    continue
+                removed = frozenset(graph.nodes.keys() - variant.nodes.keys())
+                added = frozenset(variant.nodes.keys() - graph.nodes.keys())
+                yield Rewrite(rule.id, variant, removed, added)
+
+    return expand
+
+
+def run_search(
+    graph: Graph,
+    *,
+    rules: Sequence[Rule],
+    cost_model: CostModel,
+    alpha: float,
+    time_budget_s: float,
+    progress: Callable[[SearchProgress], None] | None = None,
+) -> SearchOutcome:
+    if time_budget_s == 0:
+        return SearchOutcome(graph, {}, StopReason.NO_SEARCH)
+    if not rules:
+        return SearchOutcome(graph, {}, StopReason.NO_RULES)
+    result = search(
+        graph, make_expand(rules), cost_model, alpha=alpha, time_budget_s=time_budget_s, progress=progress
+    )
+    return SearchOutcome(
+        graph=result.graph,
+        applied=dict(sorted(result.applied.items())),
+        stop_reason=result.stop_reason,
+        explored=result.explored,
+        predicted_original_ms=result.initial_cost,
+        predicted_best_ms=result.best_cost,
+    )
