@@ -177,7 +177,7 @@ def _check_and_choose(
             if not comparison.passed:
                 notes.append("outputs differ from the original: " + comparison.summary())
                 decision = Decision.MISMATCH
-        if check and decision in (Decision.OPTIMIZED, Decision.UNCHANGED):
+        if check and decision is Decision.OPTIMIZED:
             with phases.time("measure"):
                 say("measuring both models interleaved")
                 verdict = decide(runnable_original, candidate, inputs)
@@ -188,7 +188,7 @@ def _check_and_choose(
                 measured_optimized_ms=verdict.optimized_ms,
                 measured_spread=verdict.spread,
             )
-            if decision is Decision.OPTIMIZED and not verdict.faster:
+            if not verdict.faster:
                 decision = Decision.NOT_FASTER
     except BackendError as exc:
         notes.append(f"ONNX Runtime cannot run this model, so it was neither checked nor measured: {exc}")
