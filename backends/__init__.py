@@ -20,6 +20,13 @@ from taso.backends.compare import (
     compare_outputs,
 )
 from taso.backends.cost_cache import CACHE_DIR_ENV, CostCache, CostKey, default_cache_dir
+from taso.backends.graph_cost import (
+    AnalyticalCostModel,
+    CostSource,
+    MeasuredCostModel,
+    RegionRecord,
+    Timing,
+)
 from taso.backends.inputs import make_inputs
 from taso.backends.ort_backends import OrtCpuBackend, OrtCudaBackend
 from taso.backends.profiles import DEFAULT_DIM, ShapeProfile, resolve_shapes
@@ -33,6 +40,11 @@ from taso.backends.timing import (
 )
 
 __all__ = [
+    "Timing",
+    "RegionRecord",
+    "MeasuredCostModel",
+    "CostSource",
+    "AnalyticalCostModel",
     "CACHE_DIR_ENV",
     "DEFAULT_DIM",
     "AnalyticalBackend",
@@ -64,10 +76,3 @@ __all__ = [
     "run_model",
 ]
 
-# search cost models (taso.search.CostModel implementations); not yet in __all__, which
-# tests/test_backends_measure.py pins (its owner adds these names)
-from taso.backends.graph_cost import AnalyticalCostModel as AnalyticalCostModel  # noqa: E402
-from taso.backends.graph_cost import CostSource as CostSource  # noqa: E402
-from taso.backends.graph_cost import MeasuredCostModel as MeasuredCostModel  # noqa: E402
-from taso.backends.graph_cost import RegionRecord as RegionRecord  # noqa: E402
-from taso.backends.graph_cost import Timing as Timing  # noqa: E402

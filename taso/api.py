@@ -124,7 +124,7 @@ def _search(
 
 def _cost_model(backend: str, profile: object | None) -> CostModel:
     from taso.backends import get_backend
-    from taso.backends.graph_cost import AnalyticalCostModel, MeasuredCostModel
+    from taso.backends import AnalyticalCostModel, MeasuredCostModel
 
     get_backend(backend)  # unknown name or unavailable device: a clear error before any work
     if backend == "analytical":
