@@ -32,7 +32,8 @@ from taso._model_io import (
 from taso._onnx_export import export_model
 from taso._onnx_import import import_model
 from taso._rewriting import RulesArg, SearchOutcome, resolve_rules, run_search
-from taso.errors import BackendError
+from taso.backends import ShapeProfile
+from taso.errors import BackendError, UsageError
 from taso.ir import Graph
 from taso.report import CheckStatus, Decision, Latency, Report, StopReason
 from taso.search import CostModel, SearchProgress
@@ -76,12 +77,11 @@ def optimize_onnx(
     """Optimize an ONNX model with verified rewrites; return the faster of it and the original.
 
     `model` is a path or a ModelProto; `output`, if given, receives the result atomically.
-    `shapes` fills dynamic dims for checking and measuring (e.g. "input=1x3x224x224,batch=1").
+    `shapes` fills dynamic dims for costing, checking and measuring: a string
+    ("input=1x3x224x224,batch=1") or a mapping ({"input": (1, 3, 224, 224), "batch": 1}).
     """
-    if time_budget_s < 0:
-        from taso.errors import UsageError
-
-        raise UsageError(f"time budget must be >= 0 seconds, got {time_budget_s}")
+    _validate_options(backend=backend, time_budget_s=time_budget_s, alpha=alpha)
+    profile = _profile(shapes)
     phases = _Phases()
     say = progress or (lambda _msg: None)
     with phases.time("load"):
@@ -92,14 +92,14 @@ def optimize_onnx(
     say(f"loaded: {len(graph.nodes)} nodes")
     with phases.time("search"):
         outcome = _search(
-            graph, time_budget_s=time_budget_s, alpha=alpha, rules=rules, backend=backend, shapes=shapes, say=say
+            graph, time_budget_s=time_budget_s, alpha=alpha, rules=rules, backend=backend, profile=profile, say=say
         )
     with phases.time("export"):
         original = export_model(graph)
         candidate = export_model(outcome.graph) if outcome.applied else original
         if outcome.applied:
             check_model(candidate)
-    result = _check_and_choose(loaded, original, candidate, outcome, check=check, shapes=shapes, phases=phases, say=say)
+    result = _check_and_choose(loaded, original, candidate, outcome, check=check, profile=profile, phases=phases, say=say)
     if out_path is not None:
         with phases.time("write"):
             save_model_atomic(result.model, out_path, base_dir=loaded.base_dir)
@@ -108,7 +108,7 @@ def optimize_onnx(
 
 def _search(
     graph: Graph, *, time_budget_s: float, alpha: float, rules: RulesArg, backend: str,
-    shapes: str | Mapping[str, object] | None, say: Callable[[str], None],
+    profile: ShapeProfile | None, say: Callable[[str], None],
 ) -> SearchOutcome:
     if time_budget_s == 0:
         return SearchOutcome(graph, {}, StopReason.NO_SEARCH)
@@ -117,19 +117,33 @@ def _search(
         return SearchOutcome(graph, {}, StopReason.NO_RULES)
     say(f"searching with {len(chosen)} proved rules for up to {time_budget_s:g} s")
     return run_search(
-        graph, rules=chosen, cost_model=_cost_model(backend, _profile(shapes)), alpha=alpha,
+        graph, rules=chosen, cost_model=_cost_model(backend, profile), alpha=alpha,
         time_budget_s=time_budget_s, progress=_throttled(say),
     )
 
 
-def _cost_model(backend: str, profile: object | None) -> CostModel:
+def _validate_options(*, backend: str, time_budget_s: float, alpha: float) -> None:
+    """Refuse bad options before any work: nothing is read or written yet."""
     from taso.backends import get_backend
+
+    if time_budget_s < 0:
+        raise UsageError(f"time budget must be >= 0 seconds, got {time_budget_s}")
+    if alpha < 1.0:
+        raise UsageError(f"alpha must be >= 1.0 (1.0: accept only improvements), got {alpha}")
+    try:
+        get_backend(backend)
+    except UsageError:
+        raise
+    except BackendError as exc:
+        raise UsageError(f"backend {backend!r} is not available here: {exc}") from None
+
+
+def _cost_model(backend: str, profile: ShapeProfile | None) -> CostModel:
     from taso.backends import AnalyticalCostModel, MeasuredCostModel
 
-    get_backend(backend)  # unknown name or unavailable device: a clear error before any work
     if backend == "analytical":
-        return AnalyticalCostModel(profile=profile)  # type: ignore[arg-type]
-    return MeasuredCostModel(profile=profile)  # type: ignore[arg-type]
+        return AnalyticalCostModel(profile=profile)
+    return MeasuredCostModel(profile=profile)
 
 
 def _throttled(say: Callable[[str], None], every_s: float = 1.0) -> Callable[[SearchProgress], None]:
@@ -151,7 +165,7 @@ def _check_and_choose(
     outcome: SearchOutcome,
     *,
     check: bool,
-    shapes: str | Mapping[str, object] | None,
+    profile: ShapeProfile | None,
     phases: _Phases,
     say: Callable[[str], None],
 ) -> OptimizeResult:
@@ -164,7 +178,6 @@ def _check_and_choose(
     runnable_original = _runnable(original, loaded)
     decision = Decision.OPTIMIZED if outcome.applied else Decision.UNCHANGED
     try:
-        profile = _profile(shapes)
         inputs = backends.make_inputs(runnable_original, profile=profile)
         if check:
             with phases.time("check"):
@@ -220,14 +233,14 @@ def _runnable(original: onnx.ModelProto, loaded: LoadedModel) -> onnx.ModelProto
     return original
 
 
-def _profile(shapes: str | Mapping[str, object] | None) -> object | None:
-    from taso.backends import ShapeProfile
-
+def _profile(shapes: str | Mapping[str, object] | None) -> ShapeProfile | None:
     if shapes is None:
         return None
     if isinstance(shapes, str):
         return ShapeProfile.parse(shapes)
-    return ShapeProfile.of(**shapes)  # type: ignore[arg-type]
+    dims = {k: int(v) for k, v in shapes.items() if isinstance(v, int)}
+    inputs = {k: tuple(v) for k, v in shapes.items() if not isinstance(v, int)}  # type: ignore[call-overload]
+    return ShapeProfile.of(shapes=inputs, dims=dims)
 
 
 def _stderr(message: str) -> None:

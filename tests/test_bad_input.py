@@ -169,3 +169,24 @@ def test_console_script_exit_code(tmp_path: Path) -> None:
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_unavailable_or_unknown_backend_is_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from taso.backends import OrtCudaBackend
+
+    if OrtCudaBackend.available():
+        pytest.skip("CUDA is available here")
+    for backend in ("ort-cuda",):
+        code, err = _run(["optimize", str(_good(tmp_path)), "-o", str(tmp_path / "o.onnx"), "--backend", backend], capsys)
+        assert code == 2 and "not available" in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(taso.UsageError):
+        taso.optimize_onnx(_good(tmp_path), backend="tpu")
+    assert not (tmp_path / "o.onnx").exists()
+
+
+def test_bad_alpha_and_shape_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = _run(["optimize", str(_good(tmp_path)), "-o", str(tmp_path / "o.onnx"), "--alpha", "0.5"], capsys)
+    assert code == 2 and "alpha" in err
+    code, err = _run(["optimize", str(_good(tmp_path)), "-o", str(tmp_path / "o.onnx"), "--shape", "nosuch=3", "-q"], capsys)
+    assert code == 2 and "nosuch" in err
+    assert not (tmp_path / "o.onnx").exists()
