@@ -85,10 +85,69 @@ def _print_reports(reports: Sequence, elapsed: float) -> None:
     print(f"{len(reports)} axioms, {failed} failed, {elapsed:.1f}s")
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Enumerate, prove and write a rule library; stage counts on stderr."""
+    from pathlib import Path
+
+    from taso.substitutions._generate import Settings, generate_library
+    from taso.substitutions.rule import dump_rules
+
+    settings = Settings(max_ops=args.max_ops, ops=tuple(args.ops or ()), workers=args.workers,
+                        timeout_ms=args.timeout_ms, seed=args.seed)
+    start = time.perf_counter()
+    library, counts = generate_library(settings, with_axioms=not args.no_axioms)
+    out = Path(args.output)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text(dump_rules(library))
+    tmp.replace(out)
+    for stage, count in counts.items():
+        sys.stderr.write(f"{stage:>28}: {count}\n")
+    sys.stderr.write(f"{len(library.rules)} rules -> {out} in {time.perf_counter() - start:.1f}s\n")
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Re-prove every rule of a file; exit 1 if any rule is not proved."""
+    from taso.substitutions._verify import checks_json, summary, verify_rule
+    from taso.substitutions.rule import RuleError, load_rules
+
+    try:
+        library = load_rules(args.file)
+    except (RuleError, OSError) as err:
+        sys.stderr.write(f"taso-gen: error: {err}\n")
+        return EXIT_USAGE
+    checks = [verify_rule(r, timeout_ms=args.timeout_ms) for r in library.rules]
+    if args.json:
+        print(checks_json(checks))
+    else:
+        for check in checks:
+            if not check.ok:
+                print(f"FAIL {check.rule}: {check.status.value} {check.detail}")
+        print(json.dumps(summary(checks)))
+    return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED
+
+
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "ops": (cmd_ops, "list operator specs"),
     "check-axioms": (cmd_check_axioms, "validate every operator axiom"),
+    "generate": (cmd_generate, "generate and prove a rule library"),
+    "verify": (cmd_verify, "re-prove a rule file"),
 }
+
+
+def _add_generate(sub: argparse._SubParsersAction) -> None:
+    gen = sub.add_parser("generate", help=COMMANDS["generate"][1])
+    gen.add_argument("--max-ops", type=int, default=3, help="operators per graph (default 3)")
+    gen.add_argument("--ops", nargs="+", metavar="OP", help="restrict to these spec names")
+    gen.add_argument("--workers", type=int, default=1, help="worker processes")
+    gen.add_argument("--timeout-ms", type=int, default=2000, help="Z3 budget per rule")
+    gen.add_argument("--seed", type=int, default=0, help="fingerprint seed")
+    gen.add_argument("--no-axioms", action="store_true", help="omit the axiom-derived rules")
+    gen.add_argument("-o", "--output", required=True, help="rule file to write")
+    ver = sub.add_parser("verify", help=COMMANDS["verify"][1])
+    ver.add_argument("file", help="rule file (JSON)")
+    ver.add_argument("--json", action="store_true", help="per-rule status and totals as JSON")
+    ver.add_argument("--timeout-ms", type=int, default=5000, help="Z3 budget per rule")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="machine-readable output")
     check.add_argument("--seed", type=int, default=0, help="seed of the random tensors")
     check.add_argument("--only", nargs="+", metavar="AXIOM", help="check only these axioms")
+    _add_generate(sub)
     return parser
 
 

@@ -1,0 +1,55 @@
+"""The typed input sets the generator enumerates over (TASO's operators, split by domain).
+
+Each universe is small on purpose: a few activations and weights whose shapes make the
+interesting operators valid (square matrices, a 3x3 and a 1x1 kernel of the same
+channels, a 0-d scale), so enumeration stays exhaustive up to K operators.
+"""
+
+from __future__ import annotations
+
+from taso.substitutions._enumerate import Leaf, Role, Universe
+
+A, W = Role.ACTIVATION, Role.WEIGHT
+
+TASO_OPS = ("Conv", "MatMul", "Add", "Mul", "Relu", "ScalarMul", "Enlarge", "Concat", "Split",
+            "Transpose", "AveragePool", "MaxPool")
+
+CONV = Universe(
+    "conv",
+    ("Conv", "Add", "Relu", "Enlarge", "Concat", "Split"),
+    (Leaf("x", (1, 2, 3, 3), A),
+     Leaf("w1", (2, 2, 3, 3), W), Leaf("w2", (2, 2, 3, 3), W), Leaf("w3", (2, 2, 1, 1), W),
+     ),
+    param_values=(("Conv", "strides", ((1, 1),)), ("Concat", "axis", (0, 1)),
+                  ("Split", "axis", (0, 1)), ("AveragePool", "strides", ((1, 1),)),
+                  ("MaxPool", "strides", ((1, 1),))),
+)
+
+POOL = Universe(
+    "pool",
+    ("Conv", "Relu", "Concat", "AveragePool", "MaxPool"),
+    (Leaf("x", (1, 2, 3, 3), A), Leaf("y", (1, 2, 3, 3), A), Leaf("w1", (2, 2, 3, 3), W)),
+    param_values=(("Conv", "strides", ((1, 1),)), ("Conv", "pads", ((1, 1, 1, 1),)),
+                  ("Concat", "axis", (1,)), ("AveragePool", "strides", ((1, 1),)),
+                  ("MaxPool", "strides", ((1, 1),))),
+)
+
+MATMUL = Universe(
+    "matmul",
+    ("MatMul", "Add", "Mul", "Relu", "ScalarMul", "Concat", "Split", "Transpose"),
+    (Leaf("a", (4, 4), A), Leaf("b", (4, 4), A), Leaf("c", (4, 4), A), Leaf("s", (), W)),
+)
+
+UNIVERSES = (MATMUL, CONV, POOL)
+
+
+def select(ops: tuple[str, ...] | None) -> tuple[Universe, ...]:
+    """Universes restricted to ``ops`` (None: all); universes left without ops are dropped."""
+    if not ops:
+        return UNIVERSES
+    out = []
+    for u in UNIVERSES:
+        kept = tuple(o for o in u.ops if o in ops)
+        if kept:
+            out.append(Universe(u.name, kept, u.leaves, u.param_values, u.max_outputs))
+    return tuple(out)
