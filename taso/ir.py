@@ -12,6 +12,7 @@ as the nodes it replaces, so consumers, graph outputs and value_info stay valid.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
@@ -218,51 +219,92 @@ class Graph:
         ]
 
     # ----- structural identity ---------------------------------------------------------
+    # Hashing and equality walk the graph in a *structure-determined* order (post-order
+    # depth-first from the outputs, operands in order), so two graphs that differ only in
+    # internal names or node ids (e.g. the same two rewrites applied in either order) get
+    # the same hash and compare equal. Both are on the search's hot path: no networkx here.
+
+    def _operand_nodes(self, node_id: int) -> list[int]:
+        node = self.nodes[node_id]
+        found: dict[int, None] = {}
+        for name in itertools.chain(node.inputs, node.captures):
+            source = self.producers.get(name) if name else None
+            if source is not None:
+                found[source[0]] = None
+        return list(found)
+
+    def _post_order(self, roots: Iterable[int], done: set[int], order: list[int]) -> None:
+        for root in roots:
+            if root in done:
+                continue
+            stack = [(root, iter(self._operand_nodes(root)))]
+            on_path = {root}
+            while stack:
+                node_id, pending = stack[-1]
+                for operand in pending:
+                    if operand in on_path:
+                        raise InvalidModelError(f"the graph has a cycle through node {self.nodes[operand].op_type}")
+                    if operand not in done:
+                        stack.append((operand, iter(self._operand_nodes(operand))))
+                        on_path.add(operand)
+                        break
+                else:
+                    stack.pop()
+                    on_path.discard(node_id)
+                    done.add(node_id)
+                    order.append(node_id)
+
+    @cached_property
+    def _live_order(self) -> tuple[int, ...]:
+        """Nodes that reach an output, in structure-determined topological order."""
+        order: list[int] = []
+        self._post_order((self.producers[o][0] for o in self.outputs if o in self.producers), set(), order)
+        return tuple(order)
+
     @cached_property
     def value_hashes(self) -> Mapping[str, bytes]:
         """Merkle hash of every value: what computes it, not what it is called."""
-        hashes: dict[str, bytes] = {name: _digest(b"input", name.encode()) for name in self.inputs}
+        hashes: dict[str, bytes] = {name: _leaf_hash("input", name) for name in self.inputs}
         for name in self.initializers:
-            hashes.setdefault(name, _digest(b"const", name.encode()))
+            hashes.setdefault(name, _leaf_hash("const", name))
         for name in self.outer_scope:
-            hashes.setdefault(name, _digest(b"outer", name.encode()))
-        for node_id in self.topological_order:
-            node = self.nodes[node_id]
-            operands = [hashes.get(i, _digest(b"none", i.encode())) if i else b"" for i in node.inputs]
-            operands += [hashes.get(c, _digest(b"none", c.encode())) for c in node.captures]
-            base = _digest(node.signature, *operands)
-            for index, out in enumerate(node.outputs):
-                if out:
-                    hashes[out] = _digest(base, str(index).encode())
+            hashes.setdefault(name, _leaf_hash("outer", name))
+        order = list(self._live_order)
+        self._post_order(sorted(self.nodes.keys() - set(order)), set(order), order)
+        for node_id in order:
+            self._hash_node(self.nodes[node_id], hashes)
         return MappingProxyType(hashes)
+
+    @staticmethod
+    def _hash_node(node: Node, hashes: dict[str, bytes]) -> None:
+        operands = [hashes.get(i) or _leaf_hash("none", i) if i else _EMPTY for i in node.inputs]
+        operands += [hashes.get(c) or _leaf_hash("none", c) for c in node.captures]
+        body = b"".join((len(node.signature).to_bytes(4, "little"), node.signature, *operands))
+        for index, out in enumerate(node.outputs):
+            if out:
+                hashes[out] = hashlib.blake2b(body + index.to_bytes(2, "little"), digest_size=16).digest()
+
+    @cached_property
+    def _dead_nodes(self) -> tuple[int, ...]:
+        """Nodes that reach no output, ordered by their structure (hash of their outputs)."""
+        live = set(self._live_order)
+        hashes = self.value_hashes
+        sinks = [
+            i for i in self.nodes
+            if i not in live and not any(self.consumers.get(o) for o in self.nodes[i].outputs if o)
+        ]
+        sinks.sort(key=lambda i: b"".join(hashes.get(o, b"") for o in self.nodes[i].outputs))
+        order: list[int] = []
+        self._post_order(sinks, live, order)
+        return tuple(order)
 
     @cached_property
     def structural_hash(self) -> bytes:
         """Canonical hash of the whole graph: equal for graphs that differ only in internal names."""
         hashes = self.value_hashes
-        parts = [hashes[o] for o in self.outputs]
-        live = self._live_nodes
-        dead = sorted(
-            _digest(self.nodes[i].signature, *[hashes.get(o, b"") for o in self.nodes[i].outputs])
-            for i in self.nodes
-            if i not in live
-        )
-        return _digest(b"graph", *parts, b"dead", *dead)
-
-    @cached_property
-    def _live_nodes(self) -> frozenset[int]:
-        live: set[int] = set()
-        stack = [self.producers[o][0] for o in self.outputs if o in self.producers]
-        while stack:
-            node_id = stack.pop()
-            if node_id in live:
-                continue
-            live.add(node_id)
-            node = self.nodes[node_id]
-            for name in itertools.chain(node.inputs, node.captures):
-                if name in self.producers:
-                    stack.append(self.producers[name][0])
-        return frozenset(live)
+        parts = [hashes.get(o, b"?") for o in self.outputs]
+        dead = [hashes.get(o, b"") for i in self._dead_nodes for o in self.nodes[i].outputs]
+        return _digest(b"graph", *[n.encode() for n in self.inputs], b"outputs", *parts, b"dead", *dead)
 
     def structurally_equal(self, other: Graph) -> bool:
         """Exact check behind `structural_hash` (guards against hash collisions)."""
@@ -270,24 +312,22 @@ class Graph:
             return False
         if len(self.outputs) != len(other.outputs):
             return False
-        mine, theirs = self._canonical_forms(), other._canonical_forms()
-        return mine == theirs
+        return self.canonical_form() == other.canonical_form()
 
-    def _canonical_forms(self) -> tuple:
+    def canonical_form(self) -> tuple:
+        """The graph as nested tuples, internal names replaced by positions in a structural order."""
         index: dict[str, tuple] = {n: ("input", n) for n in self.inputs}
         for name in itertools.chain(self.initializers, self.outer_scope):
             index.setdefault(name, ("const", name))
-        ids: dict[int, int] = {}
         rows = []
-        for node_id in self.topological_order:
+        for node_id in itertools.chain(self._live_order, self._dead_nodes):
             node = self.nodes[node_id]
-            ids[node_id] = len(rows)
             operands = tuple(index.get(i, ("none", i)) if i else () for i in node.inputs)
             captured = tuple(index.get(c, ("none", c)) for c in node.captures)
-            rows.append((node.signature, operands, captured, len(node.outputs)))
             for k, out in enumerate(node.outputs):
                 if out:
-                    index[out] = ("node", ids[node_id], k)
+                    index[out] = ("node", len(rows), k)
+            rows.append((node.signature, operands, captured, len(node.outputs)))
         return tuple(rows), tuple(index.get(o) for o in self.outputs)
 
     # ----- variants ------------------------------------------------------------------------
@@ -346,6 +386,15 @@ class Graph:
             if candidate not in used:
                 return candidate
         raise AssertionError("unreachable")
+
+
+_EMPTY = bytes(16)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _leaf_hash(kind: str, name: str) -> bytes:
+    """Hash of a graph input, weight or undefined name (shared by all variants)."""
+    return _digest(kind.encode(), name.encode())
 
 
 def _digest(*parts: bytes) -> bytes:

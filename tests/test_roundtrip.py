@@ -109,3 +109,33 @@ def test_rewrite_shares_nodes_and_weights() -> None:
     onnx.checker.check_model(out, full_check=True)
     assert [n.op_type for n in out.graph.node] == ["Conv", "Sigmoid", "Conv", "Add", "GlobalAveragePool"]
     assert len(out.graph.initializer) == 4
+
+
+def test_hash_and_equality_do_not_depend_on_rewrite_order() -> None:
+    """The same two rewrites applied in either order give one graph (new node ids differ)."""
+    from taso.ir import Node
+
+    graph = import_model(models.conv_net())
+    relu_id = next(i for i, n in graph.nodes.items() if n.op_type == "Relu")
+    add_id = next(i for i, n in graph.nodes.items() if n.op_type == "Add")
+    relu, add = graph.nodes[relu_id], graph.nodes[add_id]
+    sigmoid = Node("Sigmoid", "", relu.inputs, relu.outputs)
+    sub = Node("Sub", "", add.inputs, add.outputs)
+    one = graph.rewrite(remove=[relu_id], add=[sigmoid]).rewrite(remove=[add_id], add=[sub])
+    two = graph.rewrite(remove=[add_id], add=[sub]).rewrite(remove=[relu_id], add=[sigmoid])
+    assert sorted(one.nodes) != sorted(two.nodes) or one.nodes != two.nodes
+    assert one.structural_hash == two.structural_hash
+    assert one.structurally_equal(two)
+    assert one.structural_hash != graph.structural_hash and not one.structurally_equal(graph)
+
+
+def test_cycle_is_detected_when_hashing() -> None:
+    from taso.errors import InvalidModelError
+    from taso.ir import Node
+
+    graph = import_model(models.conv_net())
+    relu_id = next(i for i, n in graph.nodes.items() if n.op_type == "Relu")
+    relu = graph.nodes[relu_id]
+    looped = graph.rewrite(remove=[relu_id], add=[Node("Add", "", (relu.inputs[0], "a"), relu.outputs)])
+    with pytest.raises(InvalidModelError, match="cycle"):
+        _ = looped.structural_hash
