@@ -84,31 +84,9 @@ def lighten(graph: Graph) -> Graph:
 
 
 def canonical_digest(graph: Graph) -> bytes:
-    """A second digest, of the exact form `structurally_equal` compares: nodes in
-    topological order with their signature and operands (graph inputs and weights by
-    name, node outputs by position). Independent of `structural_hash`'s Merkle scheme."""
-    digest = hashlib.blake2b(digest_size=16, person=b"taso-seen")
-    index: dict[str, bytes] = {name: b"i" + name.encode() for name in graph.inputs}
-    for name in graph.inputs:
-        _update(digest, index[name])
-    for name in graph.initializers:
-        index.setdefault(name, b"c" + name.encode())
-    for position, node_id in enumerate(graph.topological_order):
-        node = graph.nodes[node_id]
-        _update(digest, node.signature)
-        for name in (*node.inputs, b"|", *node.captures):
-            _update(digest, name if isinstance(name, bytes) else index.get(name, b"?" + name.encode()))
-        for k, out in enumerate(node.outputs):
-            if out:
-                index[out] = f"n{position}.{k}".encode()
-    for name in graph.outputs:
-        _update(digest, index.get(name, b"?" + name.encode()))
-    return digest.digest()
-
-
-def _update(digest: hashlib._Hash, part: bytes) -> None:
-    digest.update(len(part).to_bytes(4, "little"))
-    digest.update(part)
+    """A second digest, of the exact form `structurally_equal` compares
+    (`Graph.canonical_form`). Independent of `structural_hash`'s Merkle scheme."""
+    return hashlib.blake2b(repr(graph.canonical_form()).encode(), digest_size=16, person=b"taso-seen").digest()
 
 
 @dataclass
