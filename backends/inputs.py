@@ -63,7 +63,8 @@ def make_inputs(
     values: dict[str, np.ndarray] = {}
     for value in real_inputs(structure.graph):
         dtype = _numpy_dtype(value)
-        values[value.name] = _random_tensor(value.name, dtype, shapes[value.name], bounds, rng)
+        # np.asarray: for a scalar input NumPy returns a scalar (np.bool_), which ORT refuses
+        values[value.name] = np.asarray(_random_tensor(value.name, dtype, shapes[value.name], bounds, rng))
     return values
 
 
