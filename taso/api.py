@@ -10,10 +10,12 @@ result is a pure round trip of the original.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,6 +34,7 @@ from taso._model_io import (
 from taso._onnx_export import export_model
 from taso._onnx_import import import_model
 from taso._rewriting import RulesArg, SearchOutcome, resolve_rules, run_search
+from taso._subgraphs import body_node_count, optimize_bodies
 from taso.backends import ShapeProfile
 from taso.errors import BackendError, UsageError
 from taso.ir import Graph
@@ -91,7 +94,7 @@ def optimize_onnx(
         check_model(loaded.model, path=loaded.path)
     say(f"loaded: {len(graph.nodes)} nodes")
     with phases.time("search"):
-        outcome = _search(
+        outcome, notes = _search(
             graph, time_budget_s=time_budget_s, alpha=alpha, rules=rules, backend=backend, profile=profile, say=say
         )
     with phases.time("export"):
@@ -99,7 +102,9 @@ def optimize_onnx(
         candidate = export_model(outcome.graph) if outcome.applied else original
         if outcome.applied:
             check_model(candidate)
-    result = _check_and_choose(loaded, original, candidate, outcome, check=check, profile=profile, phases=phases, say=say)
+    result = _check_and_choose(
+        loaded, original, candidate, outcome, check=check, profile=profile, phases=phases, say=say, notes=notes
+    )
     if out_path is not None:
         with phases.time("write"):
             save_model_atomic(result.model, out_path, base_dir=loaded.base_dir)
@@ -109,17 +114,33 @@ def optimize_onnx(
 def _search(
     graph: Graph, *, time_budget_s: float, alpha: float, rules: RulesArg, backend: str,
     profile: ShapeProfile | None, say: Callable[[str], None],
-) -> SearchOutcome:
+) -> tuple[SearchOutcome, list[str]]:
+    """Search the main graph, then the If/Loop/Scan bodies, sharing the budget by node count."""
     if time_budget_s == 0:
-        return SearchOutcome(graph, {}, StopReason.NO_SEARCH)
+        return SearchOutcome(graph, {}, StopReason.NO_SEARCH), []
     chosen = resolve_rules(rules)
     if not chosen:
-        return SearchOutcome(graph, {}, StopReason.NO_RULES)
+        return SearchOutcome(graph, {}, StopReason.NO_RULES), []
     say(f"searching with {len(chosen)} proved rules for up to {time_budget_s:g} s")
-    return run_search(
-        graph, rules=chosen, cost_model=_cost_model(backend, profile), alpha=alpha,
-        time_budget_s=time_budget_s, progress=_throttled(say),
+    cost_model = _cost_model(backend, profile)
+    in_bodies = body_node_count(graph)
+    started = time.perf_counter()
+    main_share = time_budget_s * len(graph.nodes) / max(len(graph.nodes) + in_bodies, 1)
+    outcome = run_search(
+        graph, rules=chosen, cost_model=cost_model, alpha=alpha, time_budget_s=main_share, progress=_throttled(say),
     )
+    if not in_bodies:
+        return outcome, []
+
+    def search_body(body: Graph, budget_s: float) -> tuple[Graph, dict[str, int]]:
+        found = run_search(body, rules=chosen, cost_model=cost_model, alpha=alpha, time_budget_s=budget_s)
+        return found.graph, found.applied
+
+    left = max(0.0, time_budget_s - (time.perf_counter() - started))
+    bodies = optimize_bodies(outcome.graph, search_body, budget_s=left)
+    applied = Counter(outcome.applied) + Counter(bodies.applied)
+    merged = dataclasses.replace(outcome, graph=bodies.graph, applied=dict(sorted(applied.items())))
+    return merged, [f"subgraph left unoptimized: {reason}" for reason in bodies.skipped]
 
 
 def _validate_options(*, backend: str, time_budget_s: float, alpha: float) -> None:
@@ -168,10 +189,11 @@ def _check_and_choose(
     profile: ShapeProfile | None,
     phases: _Phases,
     say: Callable[[str], None],
+    notes: list[str],
 ) -> OptimizeResult:
     from taso import backends
 
-    notes: list[str] = []
+    notes = list(notes)
     status, diffs, latency = CheckStatus.SKIPPED, {}, Latency(
         predicted_original_ms=outcome.predicted_original_ms, predicted_optimized_ms=outcome.predicted_best_ms
     )
