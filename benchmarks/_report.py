@@ -185,7 +185,7 @@ def footnotes(rows: tuple[Row, ...] | list[Row]) -> list[str]:
         f"model's '{NOISE_ROW}' row (the original timed against a byte-identical copy).",
         "tool wall s: load + optimize + save inside the tool's process (not interpreter start). "
         "taso's includes its own output check and interleaved measurement (check=True).",
-        "tool peak RSS: maximum resident set of the tool's own fresh subprocess (os.wait4), "
+        "tool peak RSS: high-water resident set (VmHWM) of the tool's own fresh subprocess, "
         "including the Python interpreter, imports and the loaded model.",
         "max abs diff: over all outputs, tool output vs original on ONNX Runtime with the same "
         "random inputs.",

@@ -3,10 +3,10 @@
 A `Tool` names the package it needs and the function (`module:function`) that turns an
 input model file into an output model file. `run_tool` starts one fresh Python process
 per call (`python -m benchmarks._tools TARGET SRC DST OPTIONS`), so that the peak
-resident memory reported for a tool is that tool's alone: it is read from the kernel's
-accounting of exactly that child (`os.wait4`), and includes the interpreter, the imports
-and the loaded model. The child measures the tool's own wall time (load, optimize, save)
-and prints it as one JSON line. A missing package, a crash, a non-zero exit, a refusal
+resident memory reported for a tool is that tool's alone: the child reads its own
+high-water mark (`VmHWM` in /proc/self/status, reset at exec), which includes the
+interpreter, the imports and the loaded model. The child also measures the tool's own
+wall time (load, optimize, save) and prints both as one JSON line. A missing package, a crash, a non-zero exit, a refusal
 (onnxsim's `ok=False`) or a timeout is a status in the returned `ToolRun`, never raised.
 """
 
@@ -16,10 +16,8 @@ import enum
 import importlib
 import importlib.util
 import json
-import os
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,36 +146,29 @@ def run_tool(
         )
     command = [sys.executable, "-m", "benchmarks._tools", tool.target, str(src), str(dst)]
     command.append(json.dumps({"time_budget_s": options.time_budget_s}))
-    process = subprocess.Popen(
-        command, cwd=_REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    killed = threading.Event()
-    timer = threading.Timer(timeout_s, lambda: (killed.set(), process.kill()))
-    timer.start()
     try:
-        output = process.stdout.read() if process.stdout else ""
-        _, status, usage = os.wait4(process.pid, 0)
-    finally:
-        timer.cancel()
-    process.returncode = os.waitstatus_to_exitcode(status)
-    peak_mb = usage.ru_maxrss / 1024  # Linux reports kilobytes
-    if killed.is_set():
-        return ToolRun(
-            tool.name,
-            ToolStatus.TIMED_OUT,
-            peak_rss_mb=peak_mb,
-            error=f"killed after {timeout_s:g} s",
+        done = subprocess.run(
+            command,
+            cwd=_REPO_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=timeout_s,
+            check=False,
         )
-    return _interpret(tool, process.returncode, output, peak_mb)
+    except subprocess.TimeoutExpired:
+        return ToolRun(tool.name, ToolStatus.TIMED_OUT, error=f"killed after {timeout_s:g} s")
+    return _interpret(tool, done.returncode, done.stdout)
 
 
-def _interpret(tool: Tool, code: int, output: str, peak_mb: float) -> ToolRun:
-    result = _result_line(output)
-    if code != 0 or result is None or "error" in result:
-        error = str(result["error"]) if result and "error" in result else _last_lines(output, code)
-        return ToolRun(tool.name, ToolStatus.FAILED, peak_rss_mb=peak_mb, error=error)
+def _interpret(tool: Tool, code: int, output: str) -> ToolRun:
+    result = _result_line(output) or {}
+    peak = result.get("peak_rss_mb")
+    if code != 0 or "error" in result or "wall_s" not in result:
+        error = str(result["error"]) if "error" in result else _last_lines(output, code)
+        return ToolRun(tool.name, ToolStatus.FAILED, peak_rss_mb=peak, error=error)
     notes = result.get("notes", {})
-    return ToolRun(tool.name, ToolStatus.OK, float(result["wall_s"]), peak_mb, notes=notes)
+    return ToolRun(tool.name, ToolStatus.OK, float(result["wall_s"]), peak, notes=notes)
 
 
 def _result_line(output: str) -> dict[str, object] | None:
@@ -201,6 +192,22 @@ def _resolve(target: str):  # noqa: ANN202 - returns the tool function
     return getattr(importlib.import_module(module_name), function_name)
 
 
+def _peak_rss_mb() -> float | None:
+    """This process's peak resident set since exec (VmHWM), in MB.
+
+    Not `getrusage`: on Linux its `ru_maxrss` also counts the parent's resident set
+    inherited at fork, which would charge the harness's own memory to every tool.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # reported in kB
+    except OSError:
+        pass
+    return None
+
+
 def _child(target: str, src: str, dst: str, options_json: str) -> int:
     options = ToolOptions(**json.loads(options_json))
     function = _resolve(target)
@@ -209,10 +216,14 @@ def _child(target: str, src: str, dst: str, options_json: str) -> int:
         notes = function(Path(src), Path(dst), options)
     except Exception as error:  # noqa: BLE001 - any tool failure is reported, not raised
         message = " ".join(f"{type(error).__name__}: {error}".split())[:400]
-        print(_RESULT_PREFIX + json.dumps({"error": message}), flush=True)
+        print(
+            _RESULT_PREFIX + json.dumps({"error": message, "peak_rss_mb": _peak_rss_mb()}),
+            flush=True,
+        )
         return 1
     wall_s = time.perf_counter() - start
-    print(_RESULT_PREFIX + json.dumps({"wall_s": wall_s, "notes": notes or {}}), flush=True)
+    result = {"wall_s": wall_s, "peak_rss_mb": _peak_rss_mb(), "notes": notes or {}}
+    print(_RESULT_PREFIX + json.dumps(result), flush=True)
     return 0
 
 

@@ -24,6 +24,9 @@ from taso.backends import max_ir_version
 MODEL = "nasrnn"
 EXPLODING = Tool("exploding", "benchmarks", "tests.test_benchmark_run:explode")
 SLEEPING = Tool("sleeping", "benchmarks", "tests.test_benchmark_run:sleep")
+HOGGING = Tool("hogging", "benchmarks", "tests.test_benchmark_run:hog")
+COPYING = Tool("copying", "benchmarks", "tests.test_benchmark_run:copy")
+HOG_MB = 300
 
 
 def explode(src: Path, dst: Path, options: ToolOptions) -> dict[str, object]:
@@ -32,6 +35,17 @@ def explode(src: Path, dst: Path, options: ToolOptions) -> dict[str, object]:
 
 def sleep(src: Path, dst: Path, options: ToolOptions) -> dict[str, object]:
     time.sleep(60)
+    return {}
+
+
+def hog(src: Path, dst: Path, options: ToolOptions) -> dict[str, object]:
+    block = bytearray(HOG_MB * 2**20)  # zero-filled: every page is touched
+    dst.write_bytes(src.read_bytes())
+    return {"held": len(block)}
+
+
+def copy(src: Path, dst: Path, options: ToolOptions) -> dict[str, object]:
+    dst.write_bytes(src.read_bytes())
     return {}
 
 
@@ -131,3 +145,12 @@ def test_a_tool_whose_package_is_missing_is_not_installed(tmp_path: Path) -> Non
     missing = Tool("onnxsim", "_no_such_package_", "benchmarks._tools:optimize_with_onnxsim")
     outcome = run_tool(missing, build_cached(MODEL, Size.SMALL), tmp_path / "out.onnx")
     assert outcome.status is ToolStatus.NOT_INSTALLED and "_no_such_package_" in outcome.error
+
+
+def test_peak_memory_is_each_tools_own(tmp_path: Path) -> None:
+    src = build_cached(MODEL, Size.SMALL)
+    hog_run = run_tool(HOGGING, src, tmp_path / "hog.onnx")
+    copy_run = run_tool(COPYING, src, tmp_path / "copy.onnx")
+    assert hog_run.ok and copy_run.ok
+    assert hog_run.peak_rss_mb is not None and copy_run.peak_rss_mb is not None
+    assert hog_run.peak_rss_mb >= HOG_MB > copy_run.peak_rss_mb
