@@ -15,6 +15,15 @@ from pathlib import Path
 from taso.errors import InputError, TasoError
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143  # 128 + signal number, as shells report it
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived: unwind like Ctrl-C so temporary files are removed on the way out."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated()
 
 
 class _UsageFailure(Exception):
@@ -38,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--time-budget", type=float, default=None, metavar="S", help="search seconds (0: no search)")
     opt.add_argument("--alpha", type=float, default=1.05, help="relaxation factor of the search")
     opt.add_argument("--no-check", action="store_true", help="skip the numeric check against the original")
+    opt.add_argument("--rules", type=Path, metavar="FILE", help="rule file to search with (default: the shipped library)")
     opt.add_argument(
         "--shape", action="append", default=[], metavar="NAME=DIMS",
         help="fill dynamic dims for checking/measuring: input=1x3x640x640 or symbol=4 (repeatable)",
@@ -54,6 +64,7 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    previous = _on_sigterm(_raise_terminated)
     try:
         args = _parser().parse_args(argv)
         return _optimize(args)
@@ -68,10 +79,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
     except KeyboardInterrupt:
         print("taso: interrupted; nothing was written", file=sys.stderr)
-        return 130
+        return EXIT_SIGINT
+    except _Terminated:
+        print("taso: terminated; nothing was written", file=sys.stderr)
+        return EXIT_SIGTERM
     except Exception as exc:  # a bug: still one line, but say it is ours
         print(f"taso: internal error ({type(exc).__name__}): {exc}", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        _on_sigterm(previous)
+
+
+def _on_sigterm(handler: object) -> object:
+    """Install a SIGTERM handler (main thread only); return the previous one."""
+    import signal
+    import threading
+
+    if handler is None or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, handler)  # type: ignore[arg-type]
 
 
 def _optimize(args: argparse.Namespace) -> int:
@@ -92,6 +118,7 @@ def _optimize(args: argparse.Namespace) -> int:
             time_budget_s=DEFAULT_TIME_BUDGET_S if args.time_budget is None else args.time_budget,
             alpha=args.alpha,
             check=not args.no_check,
+            rules=args.rules,
             shapes=",".join(args.shape) or None,
             progress=progress,
         )
@@ -107,9 +134,13 @@ def _write_text_atomic(path: Path, text: str) -> None:
     import tempfile
 
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 if __name__ == "__main__":
