@@ -23,7 +23,7 @@ from pathlib import Path
 
 import onnx
 
-from taso._decide import decide
+from taso._decide import Verdict, decide
 from taso._model_io import (
     LoadedModel,
     check_model,
@@ -103,7 +103,7 @@ def optimize_onnx(
         if outcome.applied:
             check_model(candidate)
     result = _check_and_choose(
-        loaded, original, candidate, outcome, check=check, profile=profile, phases=phases, say=say, notes=notes
+        loaded, graph, original, candidate, outcome, check=check, profile=profile, phases=phases, say=say, notes=notes
     )
     if out_path is not None:
         with phases.time("write"):
@@ -181,6 +181,7 @@ def _throttled(say: Callable[[str], None], every_s: float = 1.0) -> Callable[[Se
 
 def _check_and_choose(
     loaded: LoadedModel,
+    original_graph: Graph,
     original: onnx.ModelProto,
     candidate: onnx.ModelProto,
     outcome: SearchOutcome,
@@ -215,7 +216,7 @@ def _check_and_choose(
         if check and decision is Decision.OPTIMIZED:
             with phases.time("measure"):
                 say("measuring both models interleaved")
-                verdict = decide(runnable_original, candidate, inputs)
+                verdict = _decide_cached(outcome, original_graph, runnable_original, candidate, inputs)
             latency = Latency(
                 predicted_original_ms=latency.predicted_original_ms,
                 predicted_optimized_ms=latency.predicted_optimized_ms,
@@ -267,3 +268,42 @@ def _profile(shapes: str | Mapping[str, object] | None) -> ShapeProfile | None:
 
 def _stderr(message: str) -> None:
     print(f"taso: {message}", file=sys.stderr)
+
+
+_DECISION_BACKEND = "taso-decision"
+
+
+def _decide_cached(
+    outcome: SearchOutcome, original_graph: Graph, original: onnx.ModelProto | Path, candidate: onnx.ModelProto,
+    inputs: Mapping[str, object],
+) -> Verdict:
+    """The measured keep-or-return decision, remembered in the cost cache.
+
+    Timing is noisy, so two runs could decide differently; with the decision cached, the
+    same input, settings and cost cache give the same output file. The key is the pair of
+    structural hashes and the input shapes (weights' values do not change latency).
+    """
+    import hashlib
+
+    import onnxruntime as ort
+
+    from taso.backends import CostCache, CostKey, OrtCpuBackend
+
+    digest = hashlib.blake2b(digest_size=20)
+    for part in (original_graph.structural_hash, outcome.graph.structural_hash):
+        digest.update(part)
+    digest.update(repr(sorted((k, getattr(v, "shape", ())) for k, v in inputs.items())).encode())
+    cache, device = CostCache(), OrtCpuBackend(cache=None).device
+    keys = {f: CostKey(_DECISION_BACKEND, device, ort.__version__, f"{digest.hexdigest()}/{f}") for f in _VERDICT_FIELDS}
+    cached = {f: cache.get(k) for f, k in keys.items()}
+    if all(v is not None for v in cached.values()):
+        faster, original_ms, optimized_ms, spread = (float(cached[f]) for f in _VERDICT_FIELDS)  # type: ignore[arg-type]
+        return Verdict(bool(faster), original_ms, optimized_ms, original_ms / optimized_ms, spread, ())
+    verdict = decide(original, candidate, inputs)  # type: ignore[arg-type]
+    values = (float(verdict.faster), verdict.original_ms, verdict.optimized_ms, verdict.spread)
+    for field_name, value in zip(_VERDICT_FIELDS, values, strict=True):
+        cache.put(keys[field_name], value)
+    return verdict
+
+
+_VERDICT_FIELDS = ("faster", "original_ms", "optimized_ms", "spread")
