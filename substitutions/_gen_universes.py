@@ -20,9 +20,8 @@ CONV = Universe(
     (Leaf("x", (1, 2, 3, 3), A),
      Leaf("w1", (2, 2, 3, 3), W), Leaf("w2", (2, 2, 3, 3), W), Leaf("w3", (2, 2, 1, 1), W),
      ),
-    param_values=(("Conv", "strides", ((1, 1),)), ("Concat", "axis", (0, 1)),
-                  ("Split", "axis", (0, 1)), ("AveragePool", "strides", ((1, 1),)),
-                  ("MaxPool", "strides", ((1, 1),))),
+    param_values=(("Conv", "strides", ((1, 1),)), ("Conv", "activation", ("none",)),
+                  ("Concat", "axis", (0, 1)), ("Split", "axis", (1,))),
 )
 
 POOL = Universe(
@@ -30,6 +29,7 @@ POOL = Universe(
     ("Conv", "Relu", "Concat", "AveragePool", "MaxPool"),
     (Leaf("x", (1, 2, 3, 3), A), Leaf("y", (1, 2, 3, 3), A), Leaf("w1", (2, 2, 3, 3), W)),
     param_values=(("Conv", "strides", ((1, 1),)), ("Conv", "pads", ((1, 1, 1, 1),)),
+                  ("Conv", "activation", ("none",)),
                   ("Concat", "axis", (1,)), ("AveragePool", "strides", ((1, 1),)),
                   ("MaxPool", "strides", ((1, 1),))),
 )

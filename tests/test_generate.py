@@ -1,0 +1,104 @@
+"""Rule generator: determinism, stage counts, rediscovery, refutation of wrong rules."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from taso.substitutions import cli
+from taso.substitutions._enumerate import Leaf, Role, Universe
+from taso.substitutions._fingerprint import PRIMES, FieldEvaluator
+from taso.substitutions._generate import Settings, generate_library
+from taso.substitutions._prove import prove
+from taso.substitutions._witness import check_witness
+from taso.substitutions.rule import (
+    Pattern,
+    PatternInput,
+    PatternNode,
+    ProofStatus,
+    Rule,
+    RuleLibrary,
+    dump_rules,
+)
+
+SMALL = ("MatMul", "Add", "Transpose")
+
+
+def _run(tmp_path, workers: int, name: str) -> str:
+    out = tmp_path / name
+    code = cli.main(["generate", "--ops", *SMALL, "--max-ops", "2", "--workers", str(workers),
+                     "--no-axioms", "-o", str(out)])
+    assert code == 0
+    return out.read_text()
+
+
+def test_deterministic_across_runs_and_workers(tmp_path) -> None:
+    one = _run(tmp_path, 1, "a.json")
+    assert one == _run(tmp_path, 1, "b.json")
+    assert one == _run(tmp_path, 2, "c.json")
+
+
+def test_stage_counts_and_provenance(tmp_path) -> None:
+    data = json.loads(_run(tmp_path, 1, "a.json"))
+    counts = data["provenance"]["stage_counts"]
+    for stage in ("enumerated", "fingerprint buckets", "candidate pairs", "after common subgraph",
+                  "after common supergraph", "after renaming", "proved"):
+        assert stage in counts
+    assert data["provenance"]["spec_set_hash"] and data["provenance"]["generator_version"]
+    assert all(r["proof"]["status"] == "proved" for r in data["rules"])
+
+
+def test_rediscovers_matmul_merge(tmp_path) -> None:
+    library, _ = generate_library(Settings(max_ops=3, ops=("MatMul", "Concat")),
+                                  with_axioms=False)
+    maths = [r.math for r in library.rules]
+    assert any("Concat" in m and m.count("MatMul") >= 3 for m in maths), maths
+
+
+def _wrong_rule() -> Rule:
+    """relu(x + y) = relu(x) + relu(y): false."""
+    src = Pattern((PatternNode("n0", "Add", ("x", "y")), PatternNode("n1", "Relu", ("n0",))))
+    tgt = Pattern((PatternNode("n0", "Relu", ("x",)), PatternNode("n1", "Relu", ("y",)),
+                   PatternNode("n2", "Add", ("n0", "n1"))))
+    witness = json.dumps([{"shapes": {"x": [2, 3], "y": [2, 3]}, "bindings": {}}])
+    return Rule("wrong-relu-add", "relu(x+y) = relu(x)+relu(y)",
+                (PatternInput("x"), PatternInput("y")), src, tgt, (("n1", "n2"),),
+                provenance=(("witness", witness),)).validate()
+
+
+def test_wrong_rule_refuted_by_prover_and_witness() -> None:
+    rule = _wrong_rule()
+    result = prove(rule, timeout_ms=3000)
+    assert result.status is not ProofStatus.PROVED
+    witness = check_witness(rule)
+    assert not witness.ok and "check_witness" in witness.reproducer
+
+
+def test_verify_exit_codes(tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(dump_rules(RuleLibrary((_wrong_rule(),))))
+    assert cli.main(["verify", str(bad), "--json", "--timeout-ms", "2000"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["totals"]["ok"] == 0
+    good = tmp_path / "good.json"
+    good.write_text(_run(tmp_path, 1, "g.json"))
+    assert cli.main(["verify", str(good)]) == 0
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    assert cli.main(["verify", str(broken)]) == 2
+
+
+def test_field_semantics_exact_and_uninterpreted() -> None:
+    ev = FieldEvaluator(PRIMES[0], 7)
+    x = ev.random_tensor(__import__("numpy").random.default_rng(0), (2, 3))
+    (y,) = ev.evaluate("Div", [ev.evaluate("Mul", [x, x], {})[0], x], {})
+    assert (y == x).all()
+    relu = ev.evaluate("Relu", [x], {})[0]
+    assert relu.shape == x.shape and not (relu == x).all()
+
+
+@pytest.mark.parametrize("shape", [(4, 4)])
+def test_universe_leaves_are_typed(shape) -> None:
+    u = Universe("u", ("Add",), (Leaf("a", shape, Role.ACTIVATION), Leaf("w", shape, Role.WEIGHT)))
+    assert {leaf.role for leaf in u.leaves} == {Role.ACTIVATION, Role.WEIGHT}
