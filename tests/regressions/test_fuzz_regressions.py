@@ -1,0 +1,61 @@
+"""Saved fuzz cases: each recipe is a shrunk example replayed by `assert_optimized_equivalent`.
+
+When `tests/test_fuzz_equivalence.py` fails, Hypothesis prints the shrunk `Recipe`; paste
+it here with one line saying what broke. The entries below are pinned examples that
+exercised each fixture rule and a bug the reliability work found; they keep those paths
+covered even when the random draw misses them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.strategies import Recipe, Step
+from tests.test_fuzz_equivalence import adversarial_variant, assert_optimized_equivalent
+from tests.test_fuzz_rules import FIXTURE_RULES
+
+_RELU = (("op", "Relu"), ("attrs", ()))
+_CONV = (("group", 1), ("cout", 4), ("k", 3), ("stride", 2), ("dilation", 1), ("pads", (0, 1, 1, 0)), ("bias", False))
+
+CASES: dict[str, tuple[Recipe, str]] = {
+    # two Transposes whose composition is the identity: the target keeps an identity Transpose
+    "transpose_pair_identity": (Recipe((1, 2, 3, 4), (
+        Step("transpose", (0,), (("perm", (0, 2, 3, 1)),), 0),
+        Step("transpose", (1,), (("perm", (0, 3, 1, 2)),), 1),
+    )), "fuzz_transpose_transpose"),
+    # MatMul merge over a 4-D activation shared by two branches, one branch also a graph output
+    "matmul_merge_4d_shared": (Recipe((2, 3, 4, 5), (
+        Step("matmul", (0,), (("k", 3),), 0), Step("matmul", (0,), (("k", 8),), 1),
+        Step("unary", (1,), _RELU, 2),
+    ), extra_outputs=(1,)), "fuzz_matmul_merge"),
+    # asymmetric pads, stride 2: conv merge must keep every conv parameter
+    "conv_merge_asymmetric_pads": (Recipe((1, 4, 7, 6), (
+        Step("conv", (0,), _CONV, 0), Step("conv", (0,), _CONV, 1),
+    ), batch="N"), "conv_merge"),
+    # per-channel scale after a conv, then a second Mul: weight folding twice, symbolic batch
+    "conv_scale_chain": (Recipe((2, 3, 5, 5), (
+        Step("conv", (0,), (*_CONV[:4], ("dilation", 1), ("pads", (1, 1, 1, 1)), ("bias", False)), 0),
+        Step("binary_const", (1,), (("op", "Mul"), ("const_shape", (1, 4, 1, 1)), ("const_first", False)), 1),
+        Step("binary_const", (2,), (("op", "Mul"), ("const_shape", ()), ("const_first", True)), 2),
+    ), batch="N"), "conv_mul"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_saved_case_stays_equivalent(name: str) -> None:
+    recipe, rule_id = CASES[name]
+    assert_optimized_equivalent(recipe)
+    from taso._onnx_import import import_model
+    from tests.strategies import build
+
+    assert rule_id in adversarial_variant(import_model(build(recipe)), FIXTURE_RULES, max_graphs=200).applied or \
+        _matches(recipe, rule_id)
+
+
+def _matches(recipe: Recipe, rule_id: str) -> bool:
+    from taso._onnx_import import import_model
+    from taso.substitutions.matching import find_matches
+    from tests.strategies import build
+
+    rule = next(r for r in FIXTURE_RULES if r.id == rule_id)
+    return bool(find_matches(import_model(build(recipe)), rule))
