@@ -52,28 +52,43 @@ def write_large_model(folder: Path) -> Path:
 _CHILD = """
 import json, resource, sys, time
 import taso
+rules = None
+if sys.argv[4] != "0":
+    from tests.test_fuzz_rules import FIXTURE_RULES as rules
 start = time.perf_counter()
-result = taso.optimize_onnx(sys.argv[1], sys.argv[2], time_budget_s=0, check=sys.argv[3] == "check")
+result = taso.optimize_onnx(sys.argv[1], sys.argv[2], time_budget_s=float(sys.argv[4]), check=sys.argv[3] == "check",
+                            backend="analytical", rules=rules)
 print(json.dumps({"seconds": time.perf_counter() - start,
                   "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                  "check": result.report.check.value}))
+                  "check": result.report.check.value, "applied": result.report.applied_rewrites}))
 """
 
 
+_ANALYTICAL_LOADS_WEIGHTS = pytest.mark.xfail(
+    reason="AnalyticalCostModel.cost(graph) peaks at 6.4 GB (3.06x) on this 2.09 GiB model: it materializes "
+    "the external weights; budget 0 stays at 0.31x / 1.45x", strict=False)
+
+
+@pytest.mark.parametrize(("mode", "budget"), [
+    ("no-check", "0"), ("check", "0"),
+    pytest.param("no-check", "5", marks=_ANALYTICAL_LOADS_WEIGHTS), pytest.param("check", "5", marks=_ANALYTICAL_LOADS_WEIGHTS),
+])
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["no-check", "check"])
-def test_over_2gb_model_roundtrips_keeping_external_data(tmp_path: Path, mode: str) -> None:
+def test_over_2gb_model_roundtrips_keeping_external_data(tmp_path: Path, mode: str, budget: str) -> None:
+    """Budget 5 s searches with the fixture rules: `(x + a) + b = x + (a + b)` folds weights."""
     source = write_large_model(tmp_path)
     size = (tmp_path / "big.onnx.data").stat().st_size
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(source), str(out_dir / "big.onnx"), mode],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(source), str(out_dir / "big.onnx"), mode, budget],
+                          capture_output=True, text=True, check=True, cwd=Path(__file__).parent.parent)
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
-    print(f"\n{mode}: model {size / 2**30:.2f} GiB, peak RSS {figures['peak_rss_bytes'] / 2**30:.2f} GiB "
+    print(f"\n{mode}, budget {budget} s, applied {figures['applied']}: model {size / 2**30:.2f} GiB, peak RSS {figures['peak_rss_bytes'] / 2**30:.2f} GiB "
           f"({figures['peak_rss_bytes'] / size:.2f}x), {figures['seconds']:.1f} s, check {figures['check']}")
     written = onnx.load(str(out_dir / "big.onnx"), load_external_data=False)
     assert all(t.data_location == TensorProto.EXTERNAL for t in written.graph.initializer)
-    assert (out_dir / "big.onnx.data").stat().st_size == size
-    if mode == "no-check":
+    if budget == "0":
+        assert (out_dir / "big.onnx.data").stat().st_size == size
+    assert figures["peak_rss_bytes"] <= 1.5 * size
+    if mode == "no-check" and budget == "0":
         assert figures["peak_rss_bytes"] < 0.5 * size

@@ -17,6 +17,8 @@ from tests.test_fuzz_rules import FIXTURE_RULES
 _RELU = (("op", "Relu"), ("attrs", ()))
 _CONV = (("group", 1), ("cout", 4), ("k", 3), ("stride", 2), ("dilation", 1), ("pads", (0, 1, 1, 0)), ("bias", False))
 
+_GCONV = (("group", 2), ("cout", 2), ("k", 1), ("stride", 1), ("dilation", 1), ("pads", (0, 0, 0, 0)), ("bias", True))
+
 CASES: dict[str, tuple[Recipe, str]] = {
     # two Transposes whose composition is the identity: the target keeps an identity Transpose
     "transpose_pair_identity": (Recipe((1, 2, 3, 4), (
@@ -38,10 +40,26 @@ CASES: dict[str, tuple[Recipe, str]] = {
         Step("binary_const", (1,), (("op", "Mul"), ("const_shape", (1, 4, 1, 1)), ("const_first", False)), 1),
         Step("binary_const", (2,), (("op", "Mul"), ("const_shape", ()), ("const_first", True)), 2),
     ), batch="N"), "conv_mul"),
+    # long fuzz run (4,162 examples passed first): the optimized model's graph output v2 (also
+    # read by an Add) has no producer ("Failed to find node output ... v2" in ORT); reproduces
+    # with the shipped library rules (ax-mul_add_distrib, gen-conv-*, relu_merge on the path)
+    "graph_output_lost_in_conv_branches": (Recipe((1, 2, 3, 3), (
+        Step("conv", (0,), _GCONV, 0), Step("conv", (0,), _GCONV, 1),
+        Step("binary_values", (2, 1), (("op", "Add"),), 2),
+        Step("binary_const", (3,), (("op", "Mul"), ("const_shape", (1, 2, 1, 1)), ("const_first", False)), 3),
+        Step("unary", (4,), _RELU, 4), Step("conv", (0,), _GCONV, 5),
+        Step("conv", (6,), (("group", 1), *_GCONV[1:6], ("bias", False)), 6),
+        Step("unary", (7,), _RELU, 7), Step("conv", (0,), _GCONV, 8),
+    ), extra_outputs=(1,)), "relu_merge"),
 }
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+OPEN = {"graph_output_lost_in_conv_branches"}  # reproduces with the shipped library (ax-*/gen-* rules): open bug
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason="open: graph output loses its producer",
+                                                                          strict=False)) if n in OPEN else n
+                                  for n in sorted(CASES)])
 def test_saved_case_stays_equivalent(name: str) -> None:
     recipe, rule_id = CASES[name]
     assert_optimized_equivalent(recipe)
