@@ -38,7 +38,7 @@ def _out_elements(inputs: Sequence[Shape], outputs: Sequence[Shape], params: Par
     return numel(outputs[0])
 
 
-def binary_spec(name: str, math: str, fn: BinaryFn, *, min_opset: int = 7) -> OpSpec:
+def binary_spec(name: str, math: str, fn: BinaryFn, *, min_opset: int = 7, commutative: bool = False) -> OpSpec:
     """A broadcasting binary ONNX op (``name`` is also the ONNX op type)."""
 
     def semantics(inputs: Sequence[np.ndarray], params: Params) -> list[np.ndarray]:
@@ -57,6 +57,7 @@ def binary_spec(name: str, math: str, fn: BinaryFn, *, min_opset: int = 7) -> Op
         flops_fn=_out_elements,
         hints=EnumHints(weight_inputs=frozenset({1})),
         min_opset=min_opset,
+        commutative=commutative,
     )
 
 

@@ -86,6 +86,7 @@ class OpSpec:
     outputs_fn: Callable[[Params], int] | None = None  # multi-output ops (Split)
     decomposition: Callable[[Params], tuple[EmitNode, ...]] | None = None
     polynomial: bool = True  # symbolic evaluation needs no uninterpreted scalar functions
+    commutative: bool = False  # op(a, b) == op(b, a): the matcher tries both operand orders
 
     # -- parameters ---------------------------------------------------------------
     def param(self, name: str) -> ParamSpec:

@@ -2,4 +2,4 @@
 
 from taso.opspecs._elementwise import binary_spec
 
-SPEC = binary_spec("Add", "Add(a, b) = a + b  (NumPy broadcasting)", lambda a, b: a + b)
+SPEC = binary_spec("Add", "Add(a, b) = a + b  (NumPy broadcasting)", lambda a, b: a + b, commutative=True)

@@ -52,7 +52,7 @@ class _Builder:
     def __init__(self, index: GraphIndex, rule: Rule, match: Match) -> None:
         self.index, self.graph, self.rule, self.match = index, index.graph, rule, match
         self.tensors = match.tensor_map()
-        self.env = {**tensor_env(self.graph, self.tensors, index.is_constant), **match.param_map()}
+        self.env = {**tensor_env(self.graph, self.tensors, index.is_constant, index.constant_array), **match.param_map()}
         self.names = NameSource(self.graph)
         self.nodes: list[Node] = []
         self.initializers: list[Initializer] = []

@@ -1,7 +1,8 @@
 """Evaluating rule constraints and target parameter expressions on a concrete match.
 
-Expressions see the bound parameter variables and three helpers over pattern inputs
-(named by string, e.g. `shape('x')[1] == 1`): `shape`, `rank` and `is_const`. Concrete
+Expressions see the bound parameter variables and four helpers over pattern inputs
+(named by string, e.g. `shape('x')[1] == 1`): `shape`, `rank`, `is_const` and `value`
+(the value of a small constant scalar or all-equal tensor, else None). Concrete
 dims are ints; a symbolic or unknown dim is a `SymbolicDim`, which only answers
 questions it can decide: a symbol equals itself, and every other comparison or
 arithmetic on it raises `Undecidable`. A constraint that raises is *not satisfied*:
@@ -14,6 +15,8 @@ import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import CodeType
+
+import numpy as np
 
 from taso.ir import Graph
 from taso.substitutions.rule import RuleError, expression_names
@@ -55,8 +58,13 @@ class SymbolicDim:
 _FAILURES = (Undecidable, RuleError, TypeError, ValueError, KeyError, IndexError, ArithmeticError, NameError)
 
 
-def tensor_env(graph: Graph, tensors: Mapping[str, str], is_const: Callable[[str], bool]) -> dict[str, object]:
-    """The helpers `shape`, `rank`, `is_const` over the pattern inputs bound in `tensors`."""
+def tensor_env(
+    graph: Graph,
+    tensors: Mapping[str, str],
+    is_const: Callable[[str], bool],
+    constant_array: Callable[[str], np.ndarray | None] | None = None,
+) -> dict[str, object]:
+    """The helpers `shape`, `rank`, `is_const`, `value` over the pattern inputs bound in `tensors`."""
 
     def shape(name: str) -> tuple[object, ...]:
         value = tensors[name]
@@ -71,7 +79,15 @@ def tensor_env(graph: Graph, tensors: Mapping[str, str], is_const: Callable[[str
     def constant(name: str) -> bool:
         return is_const(tensors[name])
 
-    return {"shape": shape, "rank": rank, "is_const": constant}
+    def value(name: str) -> float | None:
+        """The value of a constant scalar or all-equal constant tensor, else None."""
+        array = constant_array(tensors[name]) if constant_array is not None else None
+        if array is None or array.size == 0 or array.dtype.kind not in "fiub":
+            return None
+        first = array.reshape(-1)[0]
+        return float(first) if bool(np.all(array == first)) else None
+
+    return {"shape": shape, "rank": rank, "is_const": constant, "value": value}
 
 
 def _dim(dim: object, where: str) -> object:

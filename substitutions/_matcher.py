@@ -101,8 +101,7 @@ class _Search:
     # ----- seeds ---------------------------------------------------------------------------
     def run(self, near: Collection[int] | None) -> Iterator[_State]:
         for pattern_node, node_id in self._seeds(near):
-            state = self._bind(_EMPTY, pattern_node, node_id)
-            if state is not None:
+            for state in self._binds(_EMPTY, pattern_node, node_id):
                 yield from self._extend(state)
 
     def _seeds(self, near: Collection[int] | None) -> Iterator[tuple[CompiledNode, int]]:
@@ -124,8 +123,7 @@ class _Search:
             return
         pattern_node, candidates = self._next(state)
         for node_id in candidates:
-            extended = self._bind(state, pattern_node, node_id)
-            if extended is not None:
+            for extended in self._binds(state, pattern_node, node_id):
                 yield from self._extend(extended)
 
     def _next(self, state: _State) -> tuple[CompiledNode, tuple[int, ...]]:
@@ -150,15 +148,30 @@ class _Search:
             elif isinstance(ref, NodeRef) and ref in state.values:
                 yield state.values[ref]
 
-    def _bind(self, state: _State, node: CompiledNode, node_id: int) -> _State | None:
-        """`state` plus pattern node `node` = graph node `node_id`, or None if inconsistent."""
+    def _binds(self, state: _State, node: CompiledNode, node_id: int) -> Iterator[_State]:
+        """`state` plus pattern node `node` = graph node `node_id`, for each consistent operand order.
+
+        Commutative ops (Add, Mul: proved by the axioms `add_comm`/`mul_comm`) are tried in
+        both operand orders, so rules need not come in every permutation and the search does
+        not spend its budget on commuting operands."""
         if node_id in state.nodes.values():
-            return None
+            return
         view = self.index.view(node_id)
         if view is None or view.spec.name != node.spec.name or len(view.inputs) != len(node.inputs):
-            return None
+            return
+        orders = [view.inputs]
+        if view.spec.commutative and len(view.inputs) == 2 and view.inputs[0] != view.inputs[1]:
+            orders.append(view.inputs[::-1])
+        for inputs in orders:
+            bound = self._bind(state, node, node_id, view, inputs)
+            if bound is not None:
+                yield bound
+
+    def _bind(
+        self, state: _State, node: CompiledNode, node_id: int, view: NodeView, inputs: tuple[str, ...]
+    ) -> _State | None:
         values = self._bind_outputs(state, node, view)
-        tensors = self._bind_inputs(state, node, view, values)
+        tensors = self._bind_inputs(state, node, inputs, values)
         if values is None or tensors is None:
             return None
         params = _bind_params(state.params, node, view)
@@ -177,12 +190,12 @@ class _Search:
         return values
 
     def _bind_inputs(
-        self, state: _State, node: CompiledNode, view: NodeView, values: dict[NodeRef, str] | None
+        self, state: _State, node: CompiledNode, inputs: tuple[str, ...], values: dict[NodeRef, str] | None
     ) -> dict[str, str] | None:
         if values is None:
             return None
         tensors = dict(state.tensors)
-        for ref, name in zip(node.inputs, view.inputs, strict=True):
+        for ref, name in zip(node.inputs, inputs, strict=True):
             if isinstance(ref, NodeRef):
                 if values.setdefault(ref, name) != name:
                     return None
@@ -221,7 +234,7 @@ class _Search:
     def _constraints_hold(self, state: _State) -> bool:
         if not self.compiled.rule.constraints:
             return True
-        env = {**tensor_env(self.graph, state.tensors, self.index.is_constant), **state.params}
+        env = {**tensor_env(self.graph, state.tensors, self.index.is_constant, self.index.constant_array), **state.params}
         return all(constraint_holds(expr, env) for expr in self.compiled.rule.constraints)
 
 

@@ -62,8 +62,27 @@ def resolve_rules(rules: RulesArg) -> tuple[Rule, ...]:
     return tuple(r for r in chosen if r.proof.status is ProofStatus.PROVED)
 
 
+def is_commutation(rule: Rule) -> bool:
+    """`op(a, b) = op(b, a)` for a commutative op: the matcher already tries both orders."""
+    from taso.opspecs import spec_by_name
+
+    if len(rule.source.nodes) != 1 or len(rule.target.nodes) != 1:
+        return False
+    src, dst = rule.source.nodes[0], rule.target.nodes[0]
+    return (
+        src.op == dst.op
+        and spec_by_name(src.op).commutative
+        and src.params == dst.params
+        and sorted(src.inputs) == sorted(dst.inputs)
+    )
+
+
 def make_expand(rules: Sequence[Rule]) -> Callable[[Graph, frozenset[int] | None], Iterator[Rewrite]]:
-    """`expand(graph, near)` for the search: every rule at every match (near the change)."""
+    """`expand(graph, near)` for the search: every rule at every match (near the change).
+
+    Commutation rules are left out: the matcher matches commutative ops in both orders.
+    """
+    rules = [r for r in rules if not is_commutation(r)]
 
     def expand(graph: Graph, near: frozenset[int] | None) -> Iterator[Rewrite]:
         for rule in rules:

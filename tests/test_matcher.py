@@ -105,7 +105,8 @@ def test_param_variable_constraint() -> None:
 
 def test_same_variable_binds_the_same_value() -> None:
     same = [h.make_node("Relu", ["x"], ["a"]), h.make_node("Relu", ["x"], ["b"]), h.make_node("Add", ["a", "b"], ["y"])]
-    assert len(find_matches(make_graph(same, {"x": [2]}, ["y"]), ADD_RELU_PAIR)) == 1  # Add fixes the order
+    # Add is commutative: both assignments of the two Relus to the pattern match
+    assert len(find_matches(make_graph(same, {"x": [2]}, ["y"]), ADD_RELU_PAIR)) == 2
     different = [h.make_node("Relu", ["x"], ["a"]), h.make_node("Relu", ["z"], ["b"]), h.make_node("Add", ["a", "b"], ["y"])]
     assert find_matches(make_graph(different, {"x": [2], "z": [2]}, ["y"]), ADD_RELU_PAIR) == []
 
@@ -260,3 +261,21 @@ def test_public_matching_api_is_pinned() -> None:
     )
     assert str(inspect.signature(matching.apply)) == "(graph: 'Graph', rule: 'Rule', match: 'Match') -> 'Graph | None'"
     assert [f.name for f in dataclasses.fields(Match)] == ["rule_id", "nodes", "tensors", "params"]
+
+
+def test_commutative_ops_match_in_either_operand_order() -> None:
+    """Add(x, Relu(y)) matches a pattern written Add(Relu(y), x): Add's operands commute."""
+    from taso.substitutions.rule import Pattern, PatternInput, PatternNode, Rule
+
+    rule = Rule(
+        "relu_then_add", "Relu(y) + x", (PatternInput("x"), PatternInput("y")),
+        Pattern((PatternNode("r", "Relu", ("y",)), PatternNode("a", "Add", ("r", "x")))),
+        Pattern((PatternNode("r2", "Relu", ("y",)), PatternNode("a2", "Add", ("r2", "x")))),
+        (("a", "a2"),),
+    ).validate()
+    swapped = [h.make_node("Relu", ["y"], ["r"]), h.make_node("Add", ["x", "r"], ["out"])]
+    graph = make_graph(swapped, {"x": [2], "y": [2]}, ["out"])
+    matches = find_matches(graph, rule)
+    assert len(matches) == 1 and matches[0].tensor_map() == {"x": "x", "y": "y"}
+    not_commutative = [h.make_node("Relu", ["y"], ["r"]), h.make_node("Sub", ["x", "r"], ["out"])]
+    assert find_matches(make_graph(not_commutative, {"x": [2], "y": [2]}, ["out"]), rule) == []
