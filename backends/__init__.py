@@ -7,6 +7,7 @@ the `Backend` protocol the search prices graphs with.
 from taso.backends._session import (
     GraphOptimization,
     ModelSource,
+    ModelWithData,
     Spinning,
     max_ir_version,
     run_model,
@@ -56,6 +57,7 @@ __all__ = [
     "InterleavedTiming",
     "LatencyStats",
     "ModelSource",
+    "ModelWithData",
     "OrtCpuBackend",
     "OrtCudaBackend",
     "OutputComparison",

@@ -22,12 +22,13 @@ import hashlib
 import importlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 
 import onnx
-from onnx import numpy_helper
 
 from taso._onnx_export import node_to_proto
+from taso.backends._session import ModelSource, ModelWithData
 from taso.errors import TasoError
 from taso.ir import INTERNAL_DOMAIN, Dim, Graph, Node, TensorType
 
@@ -49,6 +50,14 @@ class Region:
     model: onnx.ModelProto
     signature: str
     node_ids: frozenset[int]
+    data_folder: str | None = None  # where external weights live (they are referenced, not loaded)
+
+    @property
+    def source(self) -> ModelSource:
+        """What ORT should load: the proto, with its external-data folder if it has one."""
+        if self.data_folder is None:
+            return self.model
+        return ModelWithData(self.model, Path(self.data_folder))
 
 
 def neighbourhood(graph: Graph, seeds: Iterable[int], hops: int) -> set[int]:
@@ -178,7 +187,9 @@ def _build(graph: Graph, order: Sequence[int], shapes: ShapeOf) -> Region:
     for value in outputs:
         _feed(digest, b"out:" + where[value.name])
     model = _model(graph, [_proto(n) for n in nodes], inputs, outputs, weights)
-    return Region(model, digest.hexdigest(), frozenset(order))
+    external = [graph.initializers[t.name] for t in weights if t.data_location == onnx.TensorProto.EXTERNAL]
+    folder = external[0].base_dir if external else None
+    return Region(model, digest.hexdigest(), frozenset(order), folder)
 
 
 def _external(
@@ -191,9 +202,9 @@ def _external(
     """Declare a value read from outside the region; return how the signature sees it."""
     if name in graph.initializers:
         init = graph.initializers[name]
-        tensor = numpy_helper.from_array(init.array(), name) if init.is_external else init.proto
+        tensor = init.proto  # external data stays on disk: the region references it
         weights.append(tensor)
-        small = numpy_helper.to_array(tensor).tobytes() if _numel(tensor) <= _SMALL_WEIGHT else b""
+        small = init.array().tobytes() if _numel(tensor) <= _SMALL_WEIGHT else b""
         return f"w:{tensor.data_type}:{tuple(tensor.dims)}:".encode() + small
     declared = graph.types.get(name)
     shape = shapes(name, declared)

@@ -33,7 +33,16 @@ import onnxruntime as ort
 
 from taso.errors import BackendError, TasoError
 
-ModelSource = onnx.ModelProto | str | os.PathLike[str]
+
+@dataclass(frozen=True)
+class ModelWithData:
+    """A ModelProto whose external-data tensors stay on disk in `folder` (never loaded here)."""
+
+    model: onnx.ModelProto
+    folder: Path
+
+
+ModelSource = onnx.ModelProto | ModelWithData | str | os.PathLike[str]
 # An execution provider name, or (name, provider options) as onnxruntime accepts them.
 Provider = str | tuple[str, Mapping[str, str]]
 
@@ -122,6 +131,8 @@ def load_structure(model: ModelSource) -> onnx.ModelProto:
     """The model's graph without external data (cheap for large models on disk)."""
     if isinstance(model, onnx.ModelProto):
         return model
+    if isinstance(model, ModelWithData):
+        return model.model
     return call_ort(f"loading {os.fspath(model)}", lambda: _load_no_data(model))
 
 
@@ -184,7 +195,10 @@ def _large_proto_plan(model: onnx.ModelProto) -> Iterator[_LoadPlan]:
 
 @contextlib.contextmanager
 def _load_plan(model: ModelSource) -> Iterator[_LoadPlan]:
-    if not isinstance(model, onnx.ModelProto):
+    if isinstance(model, ModelWithData):
+        data = model.model.SerializeToString() + _ir_override(model.model.ir_version)
+        yield _LoadPlan(data, model.folder.resolve())
+    elif not isinstance(model, onnx.ModelProto):
         yield _plan_from_path(Path(os.fspath(model)))
     elif model.ByteSize() > _PROTO_SIZE_LIMIT:
         with _large_proto_plan(model) as plan:

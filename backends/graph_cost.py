@@ -34,6 +34,7 @@ import onnxruntime as ort
 from taso._onnx_export import node_to_proto
 from taso.backends._region import Region, RegionError, extract_region, neighbourhood
 from taso.backends._region_shapes import ConcreteShapes
+from taso.backends._session import ModelSource
 from taso.backends.analytical import AnalyticalBackend, _itemsize, _NodeShapes
 from taso.backends.cost_cache import CostCache, CostKey
 from taso.backends.inputs import make_inputs
@@ -240,8 +241,8 @@ class MeasuredCostModel:
     def _measure(self, regions: list[Region]) -> list[float]:
         inputs = _merged_inputs(r.model for r in regions)
         if len(regions) == 1:
-            return [self._measure_one(regions[0].model, inputs)]
-        first, second = (r.model for r in regions)
+            return [self._measure_one(regions[0].source, inputs)]
+        first, second = (r.source for r in regions)
         probe = measure_interleaved(first, second, inputs, repeats=3, warmup=1, threads=self.threads)
         repeats = self.timing.repeats_for(probe.a.median_ms + probe.b.median_ms)
         timing = measure_interleaved(
@@ -249,7 +250,7 @@ class MeasuredCostModel:
         )
         return [timing.a.median_ms, timing.b.median_ms]
 
-    def _measure_one(self, model: onnx.ModelProto, inputs: Mapping[str, np.ndarray]) -> float:
+    def _measure_one(self, model: ModelSource, inputs: Mapping[str, np.ndarray]) -> float:
         probe = measure_latency(model, inputs, repeats=3, warmup=1, threads=self.threads)
         repeats = self.timing.repeats_for(probe.median_ms)
         stats = measure_latency(model, inputs, repeats=repeats, warmup=self.timing.warmup, threads=self.threads)

@@ -286,6 +286,7 @@ def test_public_api_is_pinned():
             "InterleavedTiming",
             "LatencyStats",
             "ModelSource",
+            "ModelWithData",
             "OrtCpuBackend",
             "OrtCudaBackend",
             "OutputComparison",
