@@ -81,6 +81,10 @@ class Timing:
     min_repeats: int = 20
     max_repeats: int = 2000
     warmup: int = 5
+    noise_floor: float = 0.03
+    """A region delta smaller than this fraction of the parent region is noise: priced 0.
+    Repeated region measurements here spread by 3-7%; without a floor the search "finds"
+    improvements in rewrites that ORT runs identically (e.g. commuted operands)."""
 
     def repeats_for(self, per_run_ms: float) -> int:
         wanted = int(self.target_s * 1e3 / max(per_run_ms, 1e-3))
@@ -198,7 +202,8 @@ class MeasuredCostModel:
             nodes = len(rewrite.removed) + len(rewrite.added)
             self.records.append(RegionRecord(None, nodes, estimate, CostSource.ANALYTICAL, str(error)))
             return estimate
-        return child_ms - parent_ms
+        delta = child_ms - parent_ms
+        return 0.0 if abs(delta) < self.timing.noise_floor * parent_ms else delta
 
     def regions(self, parent: Graph, rewrite: Rewrite) -> tuple[Region, Region]:
         """The parent's and the child's region around `rewrite`, with a common border."""

@@ -11,7 +11,8 @@ that noise from ever choosing a slower model.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,9 @@ MIN_SPEEDUP = 1.01
 ROUND_SECONDS = 1.0
 MIN_PAIRS, MAX_PAIRS = 20, 400
 ROUNDS = 2
+MIN_SIGN_Z = 2.33
+"""Per round, the optimized model must win significantly more pairs than it loses
+(one-sided sign test, p < 0.01), besides a median speedup of `MIN_SPEEDUP`."""
 
 
 @dataclass(frozen=True)
@@ -48,14 +52,23 @@ def decide(original: ModelSource, optimized: ModelSource, inputs: Mapping[str, n
     return _verdict(timings)
 
 
+def sign_test_z(a_ms: Sequence[float], b_ms: Sequence[float]) -> float:
+    """z-score of "B is faster than A" over paired runs (ties count for neither)."""
+    wins = sum(b < a for a, b in zip(a_ms, b_ms, strict=True))
+    losses = sum(b > a for a, b in zip(a_ms, b_ms, strict=True))
+    n = wins + losses
+    return 0.0 if n == 0 else (wins - n / 2) / math.sqrt(n / 4)
+
+
 def _verdict(timings: list[InterleavedTiming]) -> Verdict:
     a = np.concatenate([t.a.samples_ms for t in timings])
     b = np.concatenate([t.b.samples_ms for t in timings])
     ratios = b / a
     rounds = tuple(1.0 / t.paired_ratio for t in timings)
     p10, p90 = np.percentile(ratios, [10, 90])
+    significant = all(sign_test_z(t.a.samples_ms, t.b.samples_ms) >= MIN_SIGN_Z for t in timings)
     return Verdict(
-        faster=all(r >= MIN_SPEEDUP for r in rounds),
+        faster=significant and all(r >= MIN_SPEEDUP for r in rounds),
         original_ms=float(np.median(a)),
         optimized_ms=float(np.median(b)),
         speedup=float(1.0 / np.median(ratios)),
