@@ -64,7 +64,9 @@ def _scaled_conv_model(tmp_path: Path) -> Path:
 
 def test_rewrites_are_applied_checked_and_reported(tmp_path: Path) -> None:
     source = _scaled_conv_model(tmp_path)
-    result = taso.optimize_onnx(source, time_budget_s=5, rules=[conv_mul_fold()])
+    # the analytical cost prices the fold as cheaper, so the search applies it; the measured
+    # decision then keeps it only if it is really faster (ORT fuses Conv+Mul itself)
+    result = taso.optimize_onnx(source, time_budget_s=5, rules=[conv_mul_fold()], backend="analytical")
     report = result.report
     assert report.check is taso.CheckStatus.PASSED
     assert report.stop_reason in (taso.StopReason.EXHAUSTED, taso.StopReason.TIME_BUDGET)
