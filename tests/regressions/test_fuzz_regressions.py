@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.strategies import Recipe, Step
-from tests.test_fuzz_equivalence import adversarial_variant, assert_optimized_equivalent
+from tests.test_fuzz_equivalence import RULES, adversarial_variant, assert_optimized_equivalent
 from tests.test_fuzz_rules import FIXTURE_RULES
 
 _RELU = (("op", "Relu"), ("attrs", ()))
@@ -40,9 +40,10 @@ CASES: dict[str, tuple[Recipe, str]] = {
         Step("binary_const", (1,), (("op", "Mul"), ("const_shape", (1, 4, 1, 1)), ("const_first", False)), 1),
         Step("binary_const", (2,), (("op", "Mul"), ("const_shape", ()), ("const_first", True)), 2),
     ), batch="N"), "conv_mul"),
-    # long fuzz run (4,162 examples passed first): the optimized model's graph output v2 (also
-    # read by an Add) has no producer ("Failed to find node output ... v2" in ORT); reproduces
-    # with the shipped library rules (ax-mul_add_distrib, gen-conv-*, relu_merge on the path)
+    # long fuzz run (4,162 examples passed first): "Failed to find node output ... v2" in ORT.
+    # Not a taso bug: the *original* model fails to load too (ORT 1.31's ConvAddActivationFusion
+    # drops the grouped biased Conv's output v2, a graph output read by an Add; minimal case in
+    # test_ort_workarounds.py). The oracle now disables that fusion; kept as a regression.
     "graph_output_lost_in_conv_branches": (Recipe((1, 2, 3, 3), (
         Step("conv", (0,), _GCONV, 0), Step("conv", (0,), _GCONV, 1),
         Step("binary_values", (2, 1), (("op", "Add"),), 2),
@@ -54,12 +55,7 @@ CASES: dict[str, tuple[Recipe, str]] = {
 }
 
 
-OPEN = {"graph_output_lost_in_conv_branches"}  # reproduces with the shipped library (ax-*/gen-* rules): open bug
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason="open: graph output loses its producer",
-                                                                          strict=False)) if n in OPEN else n
-                                  for n in sorted(CASES)])
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_saved_case_stays_equivalent(name: str) -> None:
     recipe, rule_id = CASES[name]
     assert_optimized_equivalent(recipe)
@@ -77,3 +73,17 @@ def _matches(recipe: Recipe, rule_id: str) -> bool:
 
     rule = next(r for r in FIXTURE_RULES if r.id == rule_id)
     return bool(find_matches(import_model(build(recipe)), rule))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_saved_case_candidates_keep_the_structure(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every candidate the search makes (fresh and rebased rewrites) keeps every read value
+    and graph output defined: strict mode raises on the first one that does not."""
+    from taso._onnx_import import import_model
+    from taso.search import structural_defects
+    from taso.search.backtracking import STRICT_ENV
+    from tests.strategies import build
+
+    monkeypatch.setenv(STRICT_ENV, "1")
+    result = adversarial_variant(import_model(build(CASES[name][0])), RULES, max_graphs=200)
+    assert result.stats.invalid == 0 and not structural_defects(result.graph)
