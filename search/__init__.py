@@ -12,6 +12,7 @@ from taso.report import StopReason
 from taso.search.backtracking import (
     DEFAULT_MAX_GRAPHS,
     DEFAULT_MAX_QUEUE,
+    InvalidRewriteError,
     Progress,
     SearchProgress,
     SearchResult,
@@ -19,7 +20,15 @@ from taso.search.backtracking import (
     search,
 )
 from taso.search.cost import CostModel, FunctionCost, WholeGraphCost
-from taso.search.rewrite import Expand, Expansion, Rewrite, affected_nodes, apply_rewrite
+from taso.search.rewrite import (
+    Expand,
+    Expansion,
+    Rewrite,
+    affected_nodes,
+    apply_rewrite,
+    dangling_values,
+    structural_defects,
+)
 
 __all__ = [
     "DEFAULT_MAX_GRAPHS",
@@ -28,6 +37,7 @@ __all__ = [
     "Expand",
     "Expansion",
     "FunctionCost",
+    "InvalidRewriteError",
     "Progress",
     "Rewrite",
     "SearchProgress",
@@ -37,5 +47,7 @@ __all__ = [
     "WholeGraphCost",
     "affected_nodes",
     "apply_rewrite",
+    "dangling_values",
     "search",
+    "structural_defects",
 ]

@@ -4,7 +4,8 @@
     while queue and budgets last:
         G <- cheapest graph in queue            (ties: first discovered first)
         for each rewrite G -> G':
-            skip G' if seen before (structural hash, confirmed exactly) or cyclic
+            skip G' if structurally broken (a value read but not defined), seen
+                    before (structural hash, confirmed exactly) or cyclic
             c' <- cost_after(G, cost(G), rewrite)
             if c' < best cost: best <- G'
             if c' < alpha * best cost: queue G'
@@ -15,10 +16,17 @@ is overshot by at most one `expand` step or one `cost_after` call) and explored 
 (graphs taken from the queue and expanded). The result says why the search stopped and
 which rules were applied, counted along the path from the input to the best graph.
 Expansion is incremental by default (see `taso.search.rewrite`).
+
+A candidate that breaks the structural invariant (`rewrite.dangling_values`: a node input
+or graph output left without a producer, a value with two producers) is a bug in the
+rewrite that made it; the search drops it and counts it in `SearchStats.invalid`, so it
+can never be returned. With the environment variable `TASO_STRICT_INVARIANTS=1` (tests,
+fuzzing, debugging) it raises `InvalidRewriteError` instead, naming the rule and the path.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -29,10 +37,20 @@ from taso.ir import Graph
 from taso.report import StopReason
 from taso.search._frontier import Entry, Frontier, SeenGraphs, lighten
 from taso.search.cost import CostModel
-from taso.search.rewrite import Expand, Expansion, Move, Rewrite, affected_nodes
+from taso.search.rewrite import Expand, Expansion, Move, Rewrite, affected_nodes, dangling_values
 
 DEFAULT_MAX_GRAPHS = 10_000
 DEFAULT_MAX_QUEUE = 2_000
+STRICT_ENV = "TASO_STRICT_INVARIANTS"
+
+
+class InvalidRewriteError(AssertionError):
+    """Strict mode only: a rewrite produced a structurally broken graph."""
+
+
+def strict_invariants() -> bool:
+    """Whether a broken candidate raises (`TASO_STRICT_INVARIANTS=1`) instead of being dropped."""
+    return os.environ.get(STRICT_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
 @dataclass(frozen=True)
@@ -56,6 +74,8 @@ class SearchStats:
     pruned: int = 0
     queue_dropped: int = 0
     hash_collisions: int = 0
+    invalid: int = 0
+    """Candidates dropped because they broke the structural invariant (a rewrite bug)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +126,8 @@ class _Run:
     duplicates: int = 0
     cyclic: int = 0
     pruned: int = 0
+    invalid: int = 0
+    strict: bool = False
 
     def check_time(self) -> None:
         if time.perf_counter() >= self.deadline:
@@ -139,6 +161,13 @@ class _Run:
     def _consider(self, parent: Entry, rewrite: Rewrite) -> None:
         self.candidates += 1
         child = rewrite.graph
+        problems = dangling_values(parent.graph, rewrite)
+        if problems:
+            self.invalid += 1
+            if self.strict:
+                path = " -> ".join([*parent.path(), rewrite.rule_id]) or rewrite.rule_id
+                raise InvalidRewriteError(f"rewrite path {path} broke the graph: " + "; ".join(problems))
+            return
         try:
             if not self.seen.add(child):
                 self.duplicates += 1
@@ -165,6 +194,7 @@ class _Run:
             self.pruned,
             self.frontier.dropped,
             self.seen.collisions,
+            self.invalid,
         )
         return SearchResult(
             graph=self.best.graph,
@@ -204,7 +234,7 @@ def search(
     root = Entry(graph, float(cost_model.cost(graph)))
     run = _Run(
         expand, cost_model, alpha, expansion, started + time_budget_s, started,
-        Frontier(max_queue), SeenGraphs(), root, root,
+        Frontier(max_queue), SeenGraphs(), root, root, strict=strict_invariants(),
     )
     run.seen.add(graph)
     run.frontier.push(root)

@@ -29,7 +29,7 @@ slower (the duplicates are removed by structural hashing).
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -96,6 +96,73 @@ def affected_nodes(parent: Graph, child: Graph, rewrite: Rewrite) -> frozenset[i
             for name in node.outputs:
                 touched.update(child.consumers.get(name, ()))
     return frozenset(i for i in touched if i in child.nodes)
+
+
+def dangling_values(parent: Graph, rewrite: Rewrite) -> list[str]:
+    """What `rewrite` broke in the graph's structure, as messages (empty: nothing).
+
+    The structural invariant: every node input and every graph output is produced by
+    exactly one node or is a graph input, an initializer or an outer-scope name. For a
+    sound `parent` only the change can break it, so this looks at the change alone:
+    inputs of added nodes, values of removed nodes that are still read (by a remaining
+    node or as a graph output) and the outputs of added nodes (one producer each, never
+    an input's or a weight's name). Cost: proportional to the change (plus the child's
+    producer/consumer tables, which hashing builds anyway).
+    """
+    child = rewrite.graph
+    defined = _definer(child)
+    problems: list[str] = []
+    written: set[str] = set()
+    for node_id in sorted(rewrite.added):
+        node = child.nodes[node_id]
+        for name in (*node.inputs, *node.captures):
+            if name and not defined(name):
+                problems.append(f"added {node.op_type} reads '{name}', which nothing defines")
+        for name in node.outputs:
+            if not name:
+                continue
+            before = parent.producers.get(name)
+            if name in written or (before is not None and before[0] not in rewrite.removed):
+                problems.append(f"'{name}' has two producers (one an added {node.op_type})")
+            elif name in child.inputs or name in child.initializers:
+                problems.append(f"added {node.op_type} writes '{name}', a graph input or weight")
+            written.add(name)
+    outputs = set(child.outputs)
+    for node_id in sorted(rewrite.removed):
+        for name in parent.nodes[node_id].outputs:
+            if not name or defined(name):
+                continue
+            if name in outputs:
+                problems.append(f"graph output '{name}' lost its producer")
+            for reader in child.consumers.get(name, ()):
+                problems.append(f"{child.nodes[reader].op_type} reads '{name}', whose producer was removed")
+    return problems
+
+
+def structural_defects(graph: Graph) -> list[str]:
+    """The whole-graph form of the invariant `dangling_values` checks (for tests and debugging)."""
+    defined = _definer(graph)
+    problems = [
+        f"{node.op_type} reads '{name}', which nothing defines"
+        for node in graph.nodes.values()
+        for name in (*node.inputs, *node.captures)
+        if name and not defined(name)
+    ]
+    problems += [f"graph output '{name}' has no producer" for name in graph.outputs if not defined(name)]
+    written: dict[str, int] = {}
+    for node in graph.nodes.values():
+        for name in node.outputs:
+            if name:
+                written[name] = written.get(name, 0) + 1
+    problems += [f"'{name}' has {count} producers" for name, count in sorted(written.items()) if count > 1]
+    problems += [f"a node writes '{name}', a graph input or weight" for name in sorted(
+        written.keys() & (set(graph.inputs) | set(graph.initializers)))]
+    return problems
+
+
+def _definer(graph: Graph) -> Callable[[str], bool]:
+    producers, initializers, inputs, outer = graph.producers, graph.initializers, set(graph.inputs), graph.outer_scope
+    return lambda name: name in producers or name in initializers or name in inputs or name in outer
 
 
 @dataclass(frozen=True)

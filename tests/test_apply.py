@@ -8,6 +8,7 @@ from onnx import numpy_helper as nh
 
 from taso.ir import INTERNAL_DOMAIN, Graph
 from taso.opspecs import spec_by_name
+from taso.search import structural_defects
 from taso.substitutions._bridge import emit_nodes
 from taso.substitutions.matching import apply, find_matches
 from tests.test_matcher_rules import (
@@ -74,6 +75,19 @@ def test_output_mapped_to_an_input_that_is_a_graph_output_gets_an_identity() -> 
     result = _apply_only(graph, IDENTITY)
     identity = next(n for n in result.nodes.values() if n.op_type == "Identity")
     assert identity.inputs == ("a",) and identity.outputs == ("y",) and identity.proto is None
+    assert_same_outputs(graph, result)
+
+
+def test_aliased_graph_output_also_read_by_a_node_keeps_its_producer() -> None:
+    # the fuzz symptom's shape ("graph output v2, also read by an Add, has no producer"):
+    # the output must stay produced (by an Identity) and its reader must still find it
+    nodes = [h.make_node("Relu", ["x"], ["a"]), h.make_node("Identity", ["a"], ["y"]),
+             h.make_node("Add", ["y", "a"], ["z"], name="reader")]
+    graph = make_graph(nodes, {"x": [2, 3]}, ["z", "y"])
+    result = _apply_only(graph, IDENTITY)
+    assert not structural_defects(result)
+    assert result.producers["y"][0] not in graph.nodes and result.nodes[result.producers["y"][0]].op_type == "Identity"
+    assert next(n for n in result.nodes.values() if n.name == "reader").inputs in (("y", "a"), ("a", "a"))
     assert_same_outputs(graph, result)
 
 

@@ -8,7 +8,17 @@ import pytest
 
 from taso.errors import UsageError
 from taso.ir import Graph, Node
-from taso.search import Expansion, SearchProgress, StopReason, apply_rewrite, search
+from taso.search import (
+    Expansion,
+    InvalidRewriteError,
+    SearchProgress,
+    StopReason,
+    apply_rewrite,
+    dangling_values,
+    search,
+    structural_defects,
+)
+from taso.search.backtracking import STRICT_ENV
 from tests.test_search_toys import (
     Expander,
     OpWeights,
@@ -174,3 +184,52 @@ def test_bad_options_are_usage_errors(options: dict, message: str) -> None:
 def test_queue_is_capped_by_dropping_the_most_expensive() -> None:
     result = search(chain("R", "R", "R", "R"), Expander((add_identity,)), WEIGHTS, alpha=100.0, max_graphs=30, max_queue=3)
     assert result.stats.queue_dropped > 0
+
+
+# ----- the structural invariant: broken candidates are dropped, never returned ----------
+
+
+def _drop_last_producer(graph: Graph, node_id: int):
+    """A broken rewrite: deletes the producer of the graph output (and claims it is cheap)."""
+    node = graph.nodes[node_id]
+    if node.outputs[0] not in graph.outputs:
+        return None
+    return apply_rewrite(graph, "lose-output", remove=[node_id], add=[Node("C", "toy", node.inputs, ("elsewhere",))])
+
+
+def _read_undefined(graph: Graph, node_id: int):
+    """A broken rewrite: the replacement reads a value nothing defines."""
+    node = graph.nodes[node_id]
+    if node.op_type != "R" or node_id != min(graph.nodes):
+        return None
+    return apply_rewrite(graph, "read-undefined", remove=[node_id], add=[dataclasses.replace(node, inputs=("ghost",))])
+
+
+@pytest.mark.parametrize("broken", [_drop_last_producer, _read_undefined])
+def test_structurally_broken_candidates_are_dropped_and_counted(broken, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(STRICT_ENV, raising=False)
+    graph = chain("R", "Id", "R")
+    weights = OpWeights({"R": 2.0, "Id": 1.0, "C": 0.0})
+    result = search(graph, Expander((broken, drop_identity)), weights, time_budget_s=60)
+    assert result.stats.invalid == 2  # at the input and again after drop-id
+    assert not structural_defects(result.graph)
+    assert ops_of(result.graph) == ["R", "R"] and result.applied == {"drop-id": 1}
+
+
+def test_strict_invariants_raise_with_the_rule_and_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(STRICT_ENV, "1")
+    with pytest.raises(InvalidRewriteError, match=r"lose-output broke the graph: graph output '\w+' lost its producer"):
+        search(chain("R", "R"), Expander((_drop_last_producer,)), OpWeights({"R": 2.0, "C": 0.0}), time_budget_s=60)
+
+
+def test_dangling_values_sees_a_second_producer_and_a_stale_reader() -> None:
+    graph = chain("R", "R", "R")
+    first, second = sorted(graph.nodes)[:2]
+    a = graph.nodes[first].outputs[0]
+    twin = apply_rewrite(graph, "twin", remove=[], add=[Node("C", "toy", graph.inputs, (a,))])
+    assert any("two producers" in p for p in dangling_values(graph, twin))
+    assert any("2 producers" in p for p in structural_defects(twin.graph))
+    stale = apply_rewrite(graph, "stale", remove=[first], add=[Node("C", "toy", graph.inputs, ("other",))])
+    assert dangling_values(graph, stale) == [f"R reads '{a}', whose producer was removed"]
+    assert structural_defects(stale.graph) == [f"R reads '{a}', which nothing defines"]
+    assert not dangling_values(graph, apply_rewrite(graph, "same", remove=[second], add=[graph.nodes[second]]))
