@@ -23,7 +23,7 @@ MIN_SPEEDUP = 1.01
 """The optimized model is returned only if every round measures at least this speedup."""
 
 ROUND_SECONDS = 1.0
-MIN_PAIRS, MAX_PAIRS = 20, 400
+MIN_PAIRS, MAX_PAIRS = 10, 400
 ROUNDS = 2
 MIN_SIGN_Z = 2.33
 """Per round, the optimized model must win significantly more pairs than it loses

@@ -77,14 +77,23 @@ def is_commutation(rule: Rule) -> bool:
     )
 
 
-def make_expand(rules: Sequence[Rule]) -> Callable[[Graph, frozenset[int] | None], Iterator[Rewrite]]:
+Priority = Callable[[Graph, Rewrite], float]
+
+
+def make_expand(
+    rules: Sequence[Rule], *, priority: Priority | None = None
+) -> Callable[[Graph, frozenset[int] | None], Iterator[Rewrite]]:
     """`expand(graph, near)` for the search: every rule at every match (near the change).
 
     Commutation rules are left out: the matcher matches commutative ops in both orders.
+    With `priority` (e.g. the analytical cost delta, microseconds to compute), rewrites are
+    yielded most promising first, so that a measured cost model, which needs a fraction of
+    a second per rewrite, prices the likely wins before the budget runs out. The order
+    decides only what is priced first; what is kept is decided by the measured cost.
     """
     rules = [r for r in rules if not is_commutation(r)]
 
-    def expand(graph: Graph, near: frozenset[int] | None) -> Iterator[Rewrite]:
+    def rewrites(graph: Graph, near: frozenset[int] | None) -> Iterator[Rewrite]:
         for rule in rules:
             for match in find_matches(graph, rule, near=near):
                 variant = apply(graph, rule, match)
@@ -93,6 +102,15 @@ def make_expand(rules: Sequence[Rule]) -> Callable[[Graph, frozenset[int] | None
                 removed = frozenset(graph.nodes.keys() - variant.nodes.keys())
                 added = frozenset(variant.nodes.keys() - graph.nodes.keys())
                 yield Rewrite(rule.id, variant, removed, added)
+
+    def expand(graph: Graph, near: frozenset[int] | None) -> Iterator[Rewrite]:
+        if priority is None:
+            yield from rewrites(graph, near)
+            return
+        found = list(rewrites(graph, near))
+        keys = [priority(graph, r) for r in found]
+        order = sorted(range(len(found)), key=lambda i: (keys[i], i))
+        yield from (found[i] for i in order)
 
     return expand
 
@@ -105,13 +123,14 @@ def run_search(
     alpha: float,
     time_budget_s: float,
     progress: Callable[[SearchProgress], None] | None = None,
+    priority: Priority | None = None,
 ) -> SearchOutcome:
     if time_budget_s == 0:
         return SearchOutcome(graph, {}, StopReason.NO_SEARCH)
     if not rules:
         return SearchOutcome(graph, {}, StopReason.NO_RULES)
     result = search(
-        graph, make_expand(rules), cost_model, alpha=alpha, time_budget_s=time_budget_s, progress=progress
+        graph, make_expand(rules, priority=priority), cost_model, alpha=alpha, time_budget_s=time_budget_s, progress=progress
     )
     return SearchOutcome(
         graph=result.graph,

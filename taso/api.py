@@ -35,7 +35,7 @@ from taso._onnx_export import export_model
 from taso._onnx_import import import_model
 from taso._rewriting import RulesArg, SearchOutcome, resolve_rules, run_search
 from taso._subgraphs import body_node_count, optimize_bodies
-from taso.backends import ShapeProfile
+from taso.backends import AnalyticalCostModel, MeasuredCostModel, ShapeProfile
 from taso.errors import BackendError, UsageError
 from taso.ir import Graph
 from taso.report import CheckStatus, Decision, Latency, Report, StopReason
@@ -160,8 +160,6 @@ def _validate_options(*, backend: str, time_budget_s: float, alpha: float) -> No
 
 
 def _cost_model(backend: str, profile: ShapeProfile | None) -> CostModel:
-    from taso.backends import AnalyticalCostModel, MeasuredCostModel
-
     if backend == "analytical":
         return AnalyticalCostModel(profile=profile)
     return MeasuredCostModel(profile=profile)

@@ -37,4 +37,4 @@ def test_both_rounds_must_agree() -> None:
 
 
 def test_pairs_fit_the_time_per_round() -> None:
-    assert pairs_for(1.0) == 400 and pairs_for(500.0) == 20 and pairs_for(10.0) == 50
+    assert pairs_for(1.0) == 400 and pairs_for(500.0) == 10 and pairs_for(10.0) == 50
