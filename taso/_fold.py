@@ -27,20 +27,40 @@ def fold_constants(graph: Graph) -> Graph:
         return graph
     from taso.opspecs import spec_by_name
 
+    internal = [i for i in graph.topological_order if graph.nodes[i].domain == INTERNAL_DOMAIN]
+    inside = frozenset(internal)
+    pending = _internal_reads(graph, internal)
     folded: dict[str, np.ndarray] = {}
     new_inits: list[Initializer] = []
-    remove: list[int] = []
-    for node_id in graph.topological_order:
+    for node_id in internal:
         node = graph.nodes[node_id]
-        if node.domain != INTERNAL_DOMAIN:
-            continue
         arrays = [_constant(graph, folded, name, node) for name in node.inputs]
         outputs = spec_by_name(node.op_type).evaluate(arrays, dict(node.attributes))
+        del arrays
+        for name in node.inputs:  # free intermediates once their last reader has run
+            pending[name] -= 1
+            if pending[name] == 0:
+                folded.pop(name, None)
         for name, array in zip(node.outputs, outputs, strict=True):
-            folded[name] = _typed(graph, name, array)
-            new_inits.append(_initializer(name, folded[name]))
-        remove.append(node_id)
-    return graph.rewrite(remove=remove, initializers=new_inits, types={i.name: i.type for i in new_inits})
+            value = _typed(graph, name, array)
+            if _read_outside(graph, name, inside):
+                new_inits.append(_initializer(name, value))
+            if pending.get(name, 0):
+                folded[name] = value
+    return graph.rewrite(remove=internal, initializers=new_inits, types={i.name: i.type for i in new_inits})
+
+
+def _internal_reads(graph: Graph, internal: list[int]) -> dict[str, int]:
+    reads: dict[str, int] = {}
+    for node_id in internal:
+        for name in graph.nodes[node_id].inputs:
+            reads[name] = reads.get(name, 0) + 1
+    return reads
+
+
+def _read_outside(graph: Graph, name: str, inside: frozenset[int]) -> bool:
+    """Whether a folded value is read by a node that stays (or is a graph output)."""
+    return name in graph.outputs or any(c not in inside for c in graph.consumers.get(name, ()))
 
 
 def _constant(graph: Graph, folded: dict[str, np.ndarray], name: str, node: Node) -> np.ndarray:
