@@ -109,7 +109,7 @@ def _concrete(axiom: Axiom) -> tuple[z3.BoolRef, ...] | None:
 @functools.cache
 def axiom_bank() -> tuple[BankAxiom, ...]:
     bank = []
-    for axiom in all_axioms():
+    for axiom in bank_axioms():
         ops = axiom.ops()
         if axiom.derive is None and axiom.name not in SHAPE_DEPENDENT:
             formula = _parametric(axiom)
@@ -164,5 +164,13 @@ def _guarded(axiom: Axiom, shape_map: dict, params: dict) -> z3.BoolRef | None:
 
 
 @functools.cache
+def bank_axioms() -> tuple[Axiom, ...]:
+    """The opspecs axioms plus the generator's extra ones (`_gen_converter.EXTRA_AXIOMS`)."""
+    from taso.substitutions._gen_converter import EXTRA_AXIOMS
+
+    return (*all_axioms(), *EXTRA_AXIOMS)
+
+
+@functools.cache
 def find_axiom(name: str) -> Axiom:
-    return next(a for a in all_axioms() if a.name == name)
+    return next(a for a in bank_axioms() if a.name == name)

@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from taso.opspecs.axioms import Axiom, Term, TermAlgebra, Var, all_axioms
-from taso.substitutions._axiom_bank import SHAPE_DEPENDENT
+from taso.opspecs import spec_by_name
+from taso.opspecs.axioms import Axiom, Term, TermAlgebra, Var
+from taso.substitutions._axiom_bank import SHAPE_DEPENDENT, bank_axioms
+from taso.substitutions._gen_converter import RULE_CONSTRAINTS
 from taso.substitutions.rule import (
     ParamVar,
     Pattern,
@@ -92,7 +94,8 @@ def _rule(axiom: Axiom, lhs: tuple, rhs: tuple, suffix: str, witness: list[dict]
         return None
     inputs = tuple(PatternInput(n) for n in axiom.inputs)
     inputs += tuple(PatternInput(k, TensorRole.CONST) for k in sorted(src.consts))
-    values = tuple(f"value({k}) == {v!r}" for k, v in sorted(src.consts.items()))
+    values = tuple(f"value({k!r}) == {v!r}" for k, v in sorted(src.consts.items()))
+    constraints = RULE_CONSTRAINTS.get(axiom.name, ()) + constraints
     for config in witness:
         config["shapes"].update({k: [] for k in src.consts})
         config["values"] = dict(src.consts)
@@ -122,30 +125,74 @@ def rules_from_axiom(axiom: Axiom) -> list[Rule]:
     shape_bound = axiom.derive is not None or axiom.name in SHAPE_DEPENDENT
     sides = None if shape_bound else _terms(axiom, _params(axiom))
     rules: list[Rule | None] = []
-    if sides is not None:
-        lhs, rhs = sides
-        try:
-            rules.append(_rule(axiom, lhs, rhs, "", _witness(axiom, bind=True), ()))
-            rules.append(_rule(axiom, rhs, lhs, "-rev", _witness(axiom, bind=True), ()))
-            return [r for r in rules if r is not None]
-        except TypeError:
-            rules = []
+    if sides is not None and _consistent(axiom, *sides):
+        rules = list(_parametric_rules(axiom, *sides))
+        if len(rules) == 2:
+            return rules  # type: ignore[return-value]
+    done = {r.id for r in rules if r is not None}
     for index, config in enumerate(axiom.configs):
         lhs, rhs = axiom.terms(config)
         witness = [_witness(axiom, bind=False)[index]]
-        shapes = tuple(f"shape({n}) == {tuple(config.shapes[n])!r}" for n in axiom.inputs)
+        shapes = tuple(f"shape({n!r}) == {tuple(config.shapes[n])!r}" for n in axiom.inputs
+                       ) if shape_bound else ()
         try:
             if not axiom.condition(config.shapes, axiom.bind(config)):
                 continue
         except LookupError:
             continue
-        rules.append(_rule(axiom, lhs, rhs, f"-c{index}", witness, shapes))
-        rules.append(_rule(axiom, rhs, lhs, f"-c{index}-rev", [dict(witness[0])], shapes))
+        if f"ax-{axiom.name}" not in done:
+            rules.append(_rule(axiom, lhs, rhs, f"-c{index}", witness, shapes))
+        if f"ax-{axiom.name}-rev" not in done:
+            rules.append(_rule(axiom, rhs, lhs, f"-c{index}-rev", [dict(witness[0])], shapes))
     return [r for r in rules if r is not None]
+
+
+def _substitute(term: object, values: dict[str, object]) -> object:
+    """A term tree with parameter variables replaced and parameters completed by defaults."""
+    if not isinstance(term, Term):
+        return term
+    params = {k: values.get(v.name, _ABSENT) if isinstance(v, ParamVar) else v
+              for k, v in term.params}
+    params = {k: v for k, v in params.items() if v is not _ABSENT}
+    full = tuple(sorted(spec_by_name(term.op).complete(params).items()))
+    inputs = tuple(_substitute(t, values) for t in term.inputs)
+    return (term.op, inputs, repr(full), term.output)
+
+
+_ABSENT = object()
+
+
+def _consistent(axiom: Axiom, lhs: tuple, rhs: tuple) -> bool:
+    """The parametric sides equal the concrete ones on every config (builders that branch on
+    a parameter value, like Gemm's transA, are not pass-through and stay concrete)."""
+    for config in axiom.configs:
+        values = axiom.bind(config)
+        try:
+            concrete = axiom.terms(config)
+        except Exception:  # noqa: BLE001
+            return False
+        mine = tuple(tuple(_substitute(t, values) for t in side) for side in (lhs, rhs))
+        theirs = tuple(tuple(_substitute(t, values) for t in side) for side in concrete)
+        if mine != theirs:
+            return False
+    return True
+
+
+def _parametric_rules(axiom: Axiom, lhs: tuple, rhs: tuple) -> list[Rule]:
+    """Both directions; a direction whose source holds a parameter-valued literal is skipped."""
+    out = []
+    for a, b, suffix in ((lhs, rhs, ""), (rhs, lhs, "-rev")):
+        try:
+            rule = _rule(axiom, a, b, suffix, _witness(axiom, bind=True), ())
+        except TypeError:
+            continue
+        if rule is not None:
+            out.append(rule)
+    return out
 
 
 def axiom_rules() -> list[Rule]:
     out = []
-    for axiom in all_axioms():
+    for axiom in bank_axioms():
         out.extend(rules_from_axiom(axiom))
     return out

@@ -16,7 +16,7 @@ import json
 from dataclasses import replace
 
 from taso.opspecs import Exactness
-from taso.opspecs.axioms import all_axioms
+from taso.substitutions._axiom_bank import bank_axioms
 from taso.substitutions._enumerate import Graph, Role, Universe
 from taso.substitutions.rule import (
     ParamVar,
@@ -84,7 +84,7 @@ def pair_rule(universe: Universe, source: Graph, target: Graph, math: str) -> Ru
 
 
 def exactness_of(axioms_used: tuple[str, ...]) -> Exactness:
-    table = {a.name: a.exactness for a in all_axioms()}
+    table = {a.name: a.exactness for a in bank_axioms()}
     if any(table.get(name) is Exactness.REASSOCIATES for name in axioms_used):
         return Exactness.REASSOCIATES
     return Exactness.EXACT

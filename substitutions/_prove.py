@@ -106,7 +106,7 @@ def literal_constraints(rule: Rule) -> dict[str, float]:
     """``value(k) == 3.0`` constraints: CONST inputs that hold a known scalar."""
     out = {}
     for expr in rule.constraints:
-        match = re.fullmatch(r"value\((\w+)\) == (-?[0-9.e+-]+)", expr.strip())
+        match = re.fullmatch(r"value\('?(\w+)'?\) == (-?[0-9.e+-]+)", expr.strip())
         if match:
             out[match.group(1)] = float(match.group(2))
     return out
@@ -136,14 +136,22 @@ def rule_ops(rule: Rule) -> frozenset[str]:
     return frozenset(n.op for n in (*rule.source.nodes, *rule.target.nodes))
 
 
-def prove(rule: Rule, *, timeout_ms: int, shapes: Mapping[str, tuple[int, ...]] | None = None,
+DEFAULT_RLIMIT = 2_000_000
+
+
+def prove(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT, timeout_ms: int | None = None,
+          shapes: Mapping[str, tuple[int, ...]] | None = None,
           bindings: Mapping[str, object] | None = None) -> ProofResult:
-    """Try to prove ``rule`` from the axioms within ``timeout_ms``."""
+    """Try to prove ``rule`` from the axioms within Z3's deterministic resource limit
+    ``rlimit`` (the same answer on any machine and load); ``timeout_ms`` adds an optional
+    wall-clock cap for interactive use (not used by generation)."""
     start = time.perf_counter()
     src, tgt, goal = encode_rule(rule, shapes, bindings or {})
     relevant = rule_ops(rule) | HELPER_OPS
     solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
+    solver.set("rlimit", rlimit)
+    if timeout_ms is not None:
+        solver.set("timeout", timeout_ms)
     goal_shapes = tuple(sorted({s for s in goal.shapes.values()}))
     for axiom in axiom_bank():
         if not axiom.ops <= relevant:
@@ -163,5 +171,6 @@ def prove(rule: Rule, *, timeout_ms: int, shapes: Mapping[str, tuple[int, ...]] 
     if result == z3.sat:
         return ProofResult(ProofStatus.REFUTED, seconds, (), "z3 found a model")
     reason = solver.reason_unknown()
-    status = ProofStatus.TIMEOUT if "timeout" in reason or "canceled" in reason else ProofStatus.UNKNOWN
+    out_of_budget = any(w in reason for w in ("timeout", "canceled", "resource"))
+    status = ProofStatus.TIMEOUT if out_of_budget else ProofStatus.UNKNOWN
     return ProofResult(status, seconds, (), reason)

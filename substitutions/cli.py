@@ -93,7 +93,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from taso.substitutions.rule import dump_rules
 
     settings = Settings(max_ops=args.max_ops, ops=tuple(args.ops or ()), workers=args.workers,
-                        timeout_ms=args.timeout_ms, seed=args.seed)
+                        rlimit=args.rlimit, seed=args.seed)
     start = time.perf_counter()
     library, counts = generate_library(settings, with_axioms=not args.no_axioms)
     out = Path(args.output)
@@ -116,7 +116,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except (RuleError, OSError) as err:
         sys.stderr.write(f"taso-gen: error: {err}\n")
         return EXIT_USAGE
-    checks = [verify_rule(r, timeout_ms=args.timeout_ms) for r in library.rules]
+    checks = [verify_rule(r, rlimit=args.rlimit) for r in library.rules]
     if args.json:
         print(checks_json(checks))
     else:
@@ -127,7 +127,25 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Merge generated rule files (re-proved) with the hand rules into one library."""
+    from pathlib import Path
+
+    from taso.substitutions._gen_library import merge
+    from taso.substitutions.rule import dump_rules
+
+    library, counts = merge([Path(f) for f in args.files], args.rlimit)
+    out = Path(args.output)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text(dump_rules(library))
+    tmp.replace(out)
+    for stage, count in counts.items():
+        sys.stderr.write(f"{stage:>40}: {count}\n")
+    return EXIT_OK
+
+
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
+    "merge": (cmd_merge, "merge generated rule files with the hand rules"),
     "ops": (cmd_ops, "list operator specs"),
     "check-axioms": (cmd_check_axioms, "validate every operator axiom"),
     "generate": (cmd_generate, "generate and prove a rule library"),
@@ -136,18 +154,26 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
 
 
 def _add_generate(sub: argparse._SubParsersAction) -> None:
+    from taso.substitutions._prove import DEFAULT_RLIMIT
+
     gen = sub.add_parser("generate", help=COMMANDS["generate"][1])
     gen.add_argument("--max-ops", type=int, default=3, help="operators per graph (default 3)")
     gen.add_argument("--ops", nargs="+", metavar="OP", help="restrict to these spec names")
     gen.add_argument("--workers", type=int, default=1, help="worker processes")
-    gen.add_argument("--timeout-ms", type=int, default=2000, help="Z3 budget per rule")
+    gen.add_argument("--rlimit", type=int, default=DEFAULT_RLIMIT,
+                     help="Z3 resource limit per proof (deterministic, unlike a timeout)")
     gen.add_argument("--seed", type=int, default=0, help="fingerprint seed")
     gen.add_argument("--no-axioms", action="store_true", help="omit the axiom-derived rules")
     gen.add_argument("-o", "--output", required=True, help="rule file to write")
+    mrg = sub.add_parser("merge", help=COMMANDS["merge"][1])
+    mrg.add_argument("files", nargs="+", help="generated rule files (JSON)")
+    mrg.add_argument("--rlimit", type=int, default=DEFAULT_RLIMIT, help="Z3 resource limit")
+    mrg.add_argument("-o", "--output", required=True, help="rule file to write")
     ver = sub.add_parser("verify", help=COMMANDS["verify"][1])
     ver.add_argument("file", help="rule file (JSON)")
     ver.add_argument("--json", action="store_true", help="per-rule status and totals as JSON")
-    ver.add_argument("--timeout-ms", type=int, default=5000, help="Z3 budget per rule")
+    ver.add_argument("--rlimit", type=int, default=2 * DEFAULT_RLIMIT,
+                     help="Z3 resource limit per proof")
 
 
 def build_parser() -> argparse.ArgumentParser:
