@@ -197,10 +197,12 @@ def _check_and_choose(
         predicted_original_ms=outcome.predicted_original_ms, predicted_optimized_ms=outcome.predicted_best_ms
     )
     runnable_original = _runnable(original, loaded)
-    decision = Decision.OPTIMIZED if outcome.applied else Decision.UNCHANGED
+    decision = Decision.UNCHANGED
+    if outcome.applied:
+        decision = Decision.OPTIMIZED if check else Decision.UNCHECKED
     try:
-        inputs = backends.make_inputs(runnable_original, profile=profile)
         if check:
+            inputs = backends.make_inputs(runnable_original, profile=profile)
             with phases.time("check"):
                 say("checking outputs against the original on ONNX Runtime")
                 comparison = backends.compare_outputs(
@@ -230,7 +232,7 @@ def _check_and_choose(
         status = CheckStatus.SKIPPED
         if outcome.applied:
             decision = Decision.UNMEASURED
-    chosen = candidate if decision in (Decision.OPTIMIZED, Decision.UNMEASURED) else original
+    chosen = candidate if decision in (Decision.OPTIMIZED, Decision.UNMEASURED, Decision.UNCHECKED) else original
     report = Report(
         input_nodes=len(loaded.model.graph.node),
         output_nodes=len(chosen.graph.node),

@@ -29,6 +29,7 @@ class Decision(enum.Enum):
     NOT_FASTER = "original returned: the optimized model was not measurably faster"
     MISMATCH = "original returned: the optimized model's outputs differ"
     UNMEASURED = "optimized model returned unmeasured: ONNX Runtime cannot run this model"
+    UNCHECKED = "optimized model returned unchecked and unmeasured, as asked (check=False)"
 
 
 class CheckStatus(enum.Enum):
