@@ -4,13 +4,14 @@ Per universe: pass 1 enumerates every graph in worker processes (tasks = first n
 results merged in task order) and counts fingerprint keys only, so memory stays small;
 pass 2 re-enumerates and keeps the graphs whose key is shared. A second evaluation (other
 prime, seed and hash key) confirms each pair, pruning removes redundant pairs, each
-survivor is proved with Z3 under a timeout, generalized to a parametric rule where the
+survivor is proved with Z3 under a deterministic resource limit (rlimit), generalized to a parametric rule where the
 proof allows, and checked numerically. The output is independent of the worker count.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import multiprocessing
 import sys
 from collections import Counter
@@ -24,7 +25,7 @@ from taso.substitutions import _enumerate as en
 from taso.substitutions._fingerprint import PRIMES, FieldEvaluator
 from taso.substitutions._gen_rules import exactness_of, generalize, pair_rule
 from taso.substitutions._gen_universes import select
-from taso.substitutions._prove import SOLVER, prove
+from taso.substitutions._prove import DEFAULT_RLIMIT, SOLVER, prove
 from taso.substitutions._prune import canonical_pair, has_common_subgraph, has_common_supergraph
 from taso.substitutions._witness import check_witness, witness_configs
 from taso.substitutions.rule import Proof, ProofStatus, Rule, RuleLibrary
@@ -37,7 +38,7 @@ class Settings:
     max_ops: int = 3
     ops: tuple[str, ...] = ()
     workers: int = 1
-    timeout_ms: int = 2000
+    rlimit: int = DEFAULT_RLIMIT  # Z3 resource limit per proof: deterministic, unlike time
     seed: int = 0
 
 
@@ -148,15 +149,21 @@ def enumerate_buckets(universe: en.Universe, settings: Settings, counts: Counter
 
 def candidate_pairs(universe: en.Universe, buckets: list[list[_Evaluated]], counts: Counter
                     ) -> list[tuple[en.Graph, en.Graph, str]]:
+    """Pairs of equal graphs, pruned. Within a class of graphs equal on both evaluations,
+    only the pairs (smallest member, other member) are kept: every other pair a = b follows
+    from a = r and b = r by transitivity, so it adds nothing a search could not compose."""
     pairs, seen = [], set()
     leaves = len(universe.leaves)
     for group in buckets:
-        for i, a in enumerate(group):
-            for b in group[i + 1:]:
-                counts["fingerprint pairs"] += 1
-                if a.confirm != b.confirm:
-                    continue
-                counts["candidate pairs"] += 1
+        counts["fingerprint pairs"] += len(group) * (len(group) - 1) // 2
+        classes: dict[bytes, list[_Evaluated]] = {}
+        for member in group:
+            classes.setdefault(member.confirm, []).append(member)
+        for members in classes.values():
+            counts["candidate pairs"] += len(members) * (len(members) - 1) // 2
+            ordered = sorted(members, key=lambda m: len(m.graph.nodes))
+            for a, b in ((ordered[0], other) for other in ordered[1:]):
+                counts["after transitivity"] += 1
                 if has_common_subgraph(universe, a.graph, b.graph):
                     continue
                 counts["after common subgraph"] += 1
@@ -180,15 +187,15 @@ def _oriented(universe: en.Universe, a: en.Graph, b: en.Graph, text: str) -> Rul
 
 def _check_rule(args: tuple[Rule, int]) -> Rule:
     """Prove, try to generalize, witness: the rule with its proof record (worker side)."""
-    rule, timeout_ms = args
+    rule, rlimit = args
     config = witness_configs(rule)[0]
     shapes = {k: tuple(v) for k, v in config["shapes"].items()}
-    result = prove(rule, timeout_ms=timeout_ms, shapes=shapes)
+    result = prove(rule, rlimit=rlimit, shapes=shapes)
     if result.status is ProofStatus.PROVED:
         general = generalize(rule)
         if general is not None:
             better, bindings = general
-            again = prove(better, timeout_ms=timeout_ms)
+            again = prove(better, rlimit=rlimit)
             if again.status is ProofStatus.PROVED:
                 rule, result = _with_bindings(better, bindings), again
     witness = check_witness(rule) if result.status is ProofStatus.PROVED else None
@@ -203,8 +210,6 @@ def _check_rule(args: tuple[Rule, int]) -> Rule:
 
 
 def _with_bindings(rule: Rule, bindings: dict) -> Rule:
-    import json
-
     prov = dict(rule.provenance)
     configs = json.loads(prov["witness"])
     for c in configs:
@@ -215,7 +220,7 @@ def _with_bindings(rule: Rule, bindings: dict) -> Rule:
 
 
 def check_rules(rules: list[Rule], settings: Settings, desc: str) -> Iterable[Rule]:
-    items = [(r, settings.timeout_ms) for r in rules]
+    items = [(r, settings.rlimit) for r in rules]
     if settings.workers <= 1:
         yield from tqdm(map(_check_rule, items), desc=desc, total=len(items), file=sys.stderr,
                         leave=False)
@@ -253,23 +258,45 @@ def generate_library(settings: Settings, *, with_axioms: bool = True
     library, counts = generate(settings)
     rules = list(library.rules)
     if with_axioms:
-        from taso.substitutions._axiom_rules import axiom_rules
-
-        for rule in axiom_rules():
-            witness = check_witness(rule)
-            counts["axiom rules"] += 1
-            if not witness.ok:
-                counts["axiom rules numerically rejected"] += 1
-                continue
-            proof = replace(rule.proof, solver=SOLVER, witness_configs=witness.configs)
-            rules.append(replace(rule, proof=proof))
+        rules += hand_rules(settings.rlimit, counts)
+    rules = dedupe(rules)
     rules.sort(key=lambda r: r.id)
     provenance = dict(library.provenance)
     provenance["stage_counts"] = dict(sorted(counts.items()))
     return RuleLibrary(tuple(rules), tuple(sorted(provenance.items()))), counts
 
 
+def hand_rules(rlimit: int, counts: Counter) -> list[Rule]:
+    """Axiom-instance rules that pass their witness, plus the Z3-proved converter forms."""
+    from taso.substitutions._axiom_rules import axiom_rules
+    from taso.substitutions._gen_derived import converter_rules
+
+    out = []
+    for rule in axiom_rules():
+        witness = check_witness(rule)
+        counts["axiom rules"] += 1
+        if not witness.ok:
+            counts["axiom rules numerically rejected"] += 1
+            continue
+        proof = replace(rule.proof, solver=SOLVER, witness_configs=witness.configs)
+        out.append(replace(rule, proof=proof))
+    return out + converter_rules(rlimit, counts)
+
+
+def dedupe(rules: list[Rule]) -> list[Rule]:
+    """One rule per (source, target, outputs, constraints): the smallest id wins."""
+    from taso.substitutions.rule import rule_to_json
+
+    seen: dict[str, Rule] = {}
+    for rule in sorted(rules, key=lambda r: r.id):
+        body = rule_to_json(rule)
+        key = json.dumps([body[k] for k in ("inputs", "source", "target", "outputs",
+                                            "constraints")], sort_keys=True)
+        seen.setdefault(key, rule)
+    return list(seen.values())
+
+
 def _settings_dict(settings: Settings) -> dict:
     """Settings that affect the output (not the worker count)."""
     return {"max_ops": settings.max_ops, "ops": list(settings.ops),
-            "timeout_ms": settings.timeout_ms}
+            "rlimit": settings.rlimit}

@@ -69,7 +69,7 @@ def _wrong_rule() -> Rule:
 
 def test_wrong_rule_refuted_by_prover_and_witness() -> None:
     rule = _wrong_rule()
-    result = prove(rule, timeout_ms=3000)
+    result = prove(rule)
     assert result.status is not ProofStatus.PROVED
     witness = check_witness(rule)
     assert not witness.ok and "check_witness" in witness.reproducer
@@ -78,7 +78,7 @@ def test_wrong_rule_refuted_by_prover_and_witness() -> None:
 def test_verify_exit_codes(tmp_path, capsys) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(dump_rules(RuleLibrary((_wrong_rule(),))))
-    assert cli.main(["verify", str(bad), "--json", "--timeout-ms", "2000"]) == 1
+    assert cli.main(["verify", str(bad), "--json", "--rlimit", "2000000"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["totals"]["ok"] == 0
     good = tmp_path / "good.json"
