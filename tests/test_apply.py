@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
@@ -225,3 +226,37 @@ def test_target_params_undecidable_on_symbolic_dims_return_none() -> None:
     graph = make_graph(nodes, {"x": ["N", 3], "z": ["K", 3]}, ["a", "b"])
     matches = find_matches(graph, RELU_MERGE)
     assert matches and all(apply(graph, RELU_MERGE, m) is None for m in matches)
+
+
+def _shipped_rule(rule_id: str):
+    from taso._rewriting import default_rules
+
+    return next(r for r in default_rules() if r.id == rule_id)
+
+
+@pytest.mark.xfail(strict=True, reason="open (rule library): ax-conv_linear_input lacks shape('x') == shape('y'); "
+                                        "Conv(x + c) != Conv(x) + Conv(c) when Add broadcasts c (zero padding)")
+def test_conv_linear_input_is_not_applied_across_a_broadcasting_add() -> None:
+    # the long fuzz run's failure, reduced: Add broadcasts a (1,1,1,1) constant, then a padded,
+    # strided Conv; the target's Conv(c) is (1,2,1,1) and broadcasts back, so shapes still agree
+    nodes = [h.make_node("Add", ["c", "x"], ["s"]),
+             h.make_node("Conv", ["s", "w"], ["y"], pads=[1, 1, 1, 1], strides=[2, 2], kernel_shape=[3, 3])]
+    graph = make_graph(nodes, {"x": [1, 1, 3, 3]}, ["y"], [weight("c", (1, 1, 1, 1), 1), weight("w", (2, 1, 3, 3), 2)])
+    rule = _shipped_rule("ax-conv_linear_input")
+    for match in find_matches(graph, rule):
+        result = apply(graph, rule, match)
+        if result is not None:
+            assert_same_outputs(graph, result)
+
+
+def test_conv_linear_input_with_a_shape_constraint_refuses_the_broadcast() -> None:
+    # the fix proposed for the library rule: with shape('x') == shape('y') the matcher refuses
+    import dataclasses
+
+    nodes = [h.make_node("Add", ["c", "x"], ["s"]),
+             h.make_node("Conv", ["s", "w"], ["y"], pads=[1, 1, 1, 1], strides=[2, 2], kernel_shape=[3, 3])]
+    graph = make_graph(nodes, {"x": [1, 1, 3, 3]}, ["y"], [weight("c", (1, 1, 1, 1), 1), weight("w", (2, 1, 3, 3), 2)])
+    rule = _shipped_rule("ax-conv_linear_input")
+    assert find_matches(graph, rule)
+    guarded = dataclasses.replace(rule, constraints=(*rule.constraints, "shape('x') == shape('y')"))
+    assert not find_matches(graph, guarded)
