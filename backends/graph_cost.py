@@ -77,7 +77,7 @@ class RegionRecord:
 class Timing:
     """How long to measure: until `target_s` of timed runs, within [min, max] repeats."""
 
-    target_s: float = 0.2
+    target_s: float = 0.05
     min_repeats: int = 20
     max_repeats: int = 2000
     warmup: int = 5

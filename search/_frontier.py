@@ -14,11 +14,12 @@ from __future__ import annotations
 import hashlib
 import heapq
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from taso.ir import Graph
-from taso.search.rewrite import Move
+from taso.search.rewrite import Move, Rewrite
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,6 +32,9 @@ class Entry:
     rule_id: str | None = None
     near: frozenset[int] | None = None
     moves: list[Move] = field(default_factory=list, repr=False)
+    deltas: list[float] = field(default_factory=list, repr=False)  # cost change of each move (inf: unpriced)
+    pending: list[Iterator[tuple[Move, Rewrite]]] = field(default_factory=list, repr=False)
+    """The rest of a partially expanded entry's rewrites (at most one iterator)."""
 
     def path(self) -> list[str]:
         """Rule ids from the input graph to this one, in order."""

@@ -26,6 +26,7 @@ fuzzing, debugging) it raises `InvalidRewriteError` instead, naming the rule and
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections import Counter
@@ -41,6 +42,8 @@ from taso.search.rewrite import Expand, Expansion, Move, Rewrite, affected_nodes
 
 DEFAULT_MAX_GRAPHS = 10_000
 DEFAULT_MAX_QUEUE = 2_000
+DEFAULT_STEP = 32
+"""Rewrites priced per visit of a graph before the queue decides what to explore next."""
 STRICT_ENV = "TASO_STRICT_INVARIANTS"
 
 
@@ -128,37 +131,70 @@ class _Run:
     pruned: int = 0
     invalid: int = 0
     strict: bool = False
+    step: int = DEFAULT_STEP
 
     def check_time(self) -> None:
         if time.perf_counter() >= self.deadline:
             raise _TimeUp
 
-    def explore(self, entry: Entry) -> None:
-        for move, rewrite in self._rewrites(entry):
+    def explore(self, entry: Entry) -> bool:
+        """Price up to `step` of the entry's rewrites; re-queue it if more remain.
+
+        Partial expansion lets the search go deeper on a rewrite that paid off before
+        it has priced every other rewrite of the parent: with measured costs a large
+        graph has hundreds of rewrites at a fraction of a second each. The parent keeps
+        its place in the queue (by its cost) and resumes where it stopped. Later children
+        see the parent's moves priced so far; a combination with a move priced later is
+        reached from that move's own child, which sees the earlier moves."""
+        first_visit = not entry.pending
+        if first_visit:
+            entry.pending.append(self._rewrites(entry))
+        rewrites = entry.pending[0]
+        for _ in range(self.step):
             self.check_time()
+            try:
+                move, rewrite = next(rewrites)
+            except StopIteration:
+                entry.pending.clear()
+                return first_visit
             entry.moves.append(move)
-            self._consider(entry, rewrite)
+            cost = self._consider(entry, rewrite)
+            entry.deltas.append(math.inf if cost is None else cost - entry.cost)
+        self.frontier.push(entry)
+        return first_visit
 
     def _rewrites(self, entry: Entry) -> Iterator[tuple[Move, Rewrite]]:
-        """Fresh rewrites from `expand`, then the parent's moves re-applied (incremental)."""
+        """The parent's moves re-applied (incremental), best first, then fresh rewrites.
+
+        Rebased moves come first, ordered by the cost change they had at the parent: they
+        are priced from the cost cache (their regions are unchanged), so a chain of
+        independent improvements (e.g. every decomposed activation of a network) is
+        followed at the cost of cache lookups before new matches are measured."""
         graph = entry.graph
         incremental = self.expansion is Expansion.INCREMENTAL and entry.parent is not None
         near = entry.near if incremental else None
+        if incremental:
+            yield from self._rebased(entry)
         for rewrite in self.expand(graph, near):
             self.check_time()
             if near is None or not rewrite.removed.isdisjoint(near):
                 yield Move.of(graph, rewrite), rewrite
             # else: a match away from the change; its rebased parent move stands for it
-        if not incremental:
-            return
+
+    def _rebased(self, entry: Entry) -> Iterator[tuple[Move, Rewrite]]:
+        parent = entry.parent
+        assert parent is not None
         blocked = entry.near or frozenset()
-        for move in entry.parent.moves:  # type: ignore[union-attr]
+        known = list(zip(parent.moves, parent.deltas, strict=True))
+        order = sorted(range(len(known)), key=lambda i: (known[i][1], i))
+        for move, _ in (known[i] for i in order):
             if move.removed.isdisjoint(blocked):
-                rewrite = move.rebase(graph)
+                rewrite = move.rebase(entry.graph)
                 if rewrite is not None:
                     yield move, rewrite
 
-    def _consider(self, parent: Entry, rewrite: Rewrite) -> None:
+    def _consider(self, parent: Entry, rewrite: Rewrite) -> float | None:
+        """Price and queue a candidate; its cost, or None if it was dropped unpriced."""
         self.candidates += 1
         child = rewrite.graph
         problems = dangling_values(parent.graph, rewrite)
@@ -167,14 +203,14 @@ class _Run:
             if self.strict:
                 path = " -> ".join([*parent.path(), rewrite.rule_id]) or rewrite.rule_id
                 raise InvalidRewriteError(f"rewrite path {path} broke the graph: " + "; ".join(problems))
-            return
+            return None
         try:
             if not self.seen.add(child):
                 self.duplicates += 1
-                return
+                return None
         except InvalidModelError:  # the rewrite closed a cycle: no topological order
             self.cyclic += 1
-            return
+            return None
         cost = float(self.cost_model.cost_after(parent.graph, parent.cost, rewrite))
         near = affected_nodes(parent.graph, child, rewrite)
         entry = Entry(lighten(child), cost, parent, rewrite.rule_id, near)
@@ -184,6 +220,7 @@ class _Run:
             self.frontier.push(entry)
         else:
             self.pruned += 1
+        return cost
 
     def result(self, reason: StopReason) -> SearchResult:
         path = tuple(self.best.path())
@@ -248,8 +285,8 @@ def _loop(run: _Run, max_graphs: int, progress: Progress | None) -> StopReason:
             if run.explored >= max_graphs:
                 return StopReason.GRAPH_BUDGET
             run.check_time()
-            run.explore(run.frontier.pop())
-            run.explored += 1
+            if run.explore(run.frontier.pop()):
+                run.explored += 1
             if progress is not None:
                 progress(_snapshot(run))
     except _TimeUp:
