@@ -33,6 +33,10 @@ class Entry:
     near: frozenset[int] | None = None
     moves: list[Move] = field(default_factory=list, repr=False)
     deltas: list[float] = field(default_factory=list, repr=False)  # cost change of each move (inf: unpriced)
+    combined: set[int] = field(default_factory=set, repr=False)  # moves last combined into one child
+    base: Entry | None = field(default=None, repr=False)
+    """Whose moves to rebase, when not the parent (a combined child rebases the entry it
+    was combined from; its parent chain only records the path)."""
     pending: list[Iterator[tuple[Move, Rewrite]]] = field(default_factory=list, repr=False)
     """The rest of a partially expanded entry's rewrites (at most one iterator)."""
 

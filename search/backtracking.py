@@ -156,12 +156,52 @@ class _Run:
                 move, rewrite = next(rewrites)
             except StopIteration:
                 entry.pending.clear()
+                self._combine(entry)
                 return first_visit
             entry.moves.append(move)
             cost = self._consider(entry, rewrite)
             entry.deltas.append(math.inf if cost is None else cost - entry.cost)
+        self._combine(entry)
         self.frontier.push(entry)
         return first_visit
+
+    def _combine(self, entry: Entry) -> None:
+        """One candidate applying all of the entry's improving moves that do not interact.
+
+        Moves whose neighbourhoods are disjoint change disjoint regions, so under the
+        region cost model their savings add up: the combined graph costs the entry's cost
+        plus the sum of their deltas. Without this a network with twenty independent
+        improvements needs twenty levels of search; with it, one step. (The result is
+        still checked and measured end to end like any other.)"""
+        improving = sorted((d, i) for i, d in enumerate(entry.deltas) if d < 0)
+        chosen = {i for _, i in improving}
+        if len(chosen) < 2 or chosen == entry.combined:
+            return
+        entry.combined.clear()
+        entry.combined.update(chosen)
+        graph, cost, last, touched, applied = entry.graph, entry.cost, entry, set(), 0
+        for delta, index in improving:
+            move = entry.moves[index]
+            rewrite = move.rebase(graph) if move.removed.isdisjoint(touched) else None
+            if rewrite is None or dangling_values(graph, rewrite):
+                continue
+            touched |= move.removed | affected_nodes(graph, rewrite.graph, rewrite)
+            graph, cost = rewrite.graph, cost + delta
+            last = Entry(graph, cost, last, move.rule_id, None)
+            applied += 1
+        if applied < 2:
+            return
+        near = frozenset(i for i in touched if i in graph.nodes)
+        last = Entry(graph, cost, last.parent, last.rule_id, near, base=entry)
+        try:
+            if not self.seen.add(graph):
+                return
+        except InvalidModelError:
+            return
+        self.candidates += 1
+        if cost < self.best.cost:
+            self.best = last
+        self.frontier.push(last)
 
     def _rewrites(self, entry: Entry) -> Iterator[tuple[Move, Rewrite]]:
         """The parent's moves re-applied (incremental), best first, then fresh rewrites.
@@ -182,7 +222,7 @@ class _Run:
             # else: a match away from the change; its rebased parent move stands for it
 
     def _rebased(self, entry: Entry) -> Iterator[tuple[Move, Rewrite]]:
-        parent = entry.parent
+        parent = entry.base or entry.parent
         assert parent is not None
         blocked = entry.near or frozenset()
         known = list(zip(parent.moves, parent.deltas, strict=True))

@@ -233,3 +233,12 @@ def test_dangling_values_sees_a_second_producer_and_a_stale_reader() -> None:
     assert dangling_values(graph, stale) == [f"R reads '{a}', whose producer was removed"]
     assert structural_defects(stale.graph) == [f"R reads '{a}', which nothing defines"]
     assert not dangling_values(graph, apply_rewrite(graph, "same", remove=[second], add=[graph.nodes[second]]))
+
+
+def test_independent_improvements_are_combined_into_one_step() -> None:
+    """Eight Identity nodes far apart: one combined candidate drops them all at once."""
+    graph = chain(*(["R", "R", "Id"] * 8), "R")
+    result = search(graph, Expander((drop_identity,)), WEIGHTS, time_budget_s=60, max_graphs=2)
+    assert "Id" not in ops_of(result.graph)
+    assert result.applied == {"drop-id": 8}
+    assert result.best_cost == WEIGHTS.cost(graph) - 8 * 1.0
