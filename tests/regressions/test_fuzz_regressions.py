@@ -67,10 +67,12 @@ CASES: dict[str, tuple[Recipe, str]] = {
     )), "conv_merge"),
 }
 
+# Open cases: not strict, since whether the search reaches the bad rewrite depends on its
+# order (the rule's own bug is pinned deterministically by the unit test in test_apply.py).
 OPEN = {"conv_linear_input_over_broadcast_add": "open (rule library): ax-conv_linear_input needs shape('x') == shape('y')"}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=OPEN[n], strict=True)) if n in OPEN else n
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=OPEN[n], strict=False)) if n in OPEN else n
                                   for n in sorted(CASES)])
 def test_saved_case_stays_equivalent(name: str) -> None:
     recipe, rule_id = CASES[name]
