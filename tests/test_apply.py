@@ -260,3 +260,24 @@ def test_conv_linear_input_with_a_shape_constraint_refuses_the_broadcast() -> No
     assert find_matches(graph, rule)
     guarded = dataclasses.replace(rule, constraints=(*rule.constraints, "shape('x') == shape('y')"))
     assert not find_matches(graph, guarded)
+
+
+@pytest.mark.xfail(strict=True, reason="open (rule library): generated MatMul(a, b) * s = MatMul(a, b * s) rules "
+                                        "(gen-matmul-294578556a, -4fe1812bdb) are proved for a scalar s but carry no "
+                                        "shape constraint; a (8,3,2) s varies along the rows")
+def test_no_shipped_rule_folds_a_row_varying_scale_into_a_matmul_weight() -> None:
+    # HEAD fuzz run (example ~30): x (2,8,3,3) @ w (3,2), times a (8,3,2) constant
+    from taso._rewriting import default_rules
+
+    nodes = [h.make_node("MatMul", ["x", "w"], ["m"]), h.make_node("Mul", ["m", "c"], ["y"])]
+    graph = make_graph(nodes, {"x": [2, 8, 3, 3]}, ["y"], [weight("w", (3, 2), 1), weight("c", (8, 3, 2), 2)])
+    wrong = []
+    for rule in default_rules():
+        for match in find_matches(graph, rule):
+            result = apply(graph, rule, match)
+            if result is not None:
+                try:
+                    assert_same_outputs(graph, result)
+                except AssertionError:
+                    wrong.append(rule.id)
+    assert not wrong, wrong
