@@ -19,6 +19,7 @@ from taso.opspecs import spec_by_name
 from taso.opspecs.axioms import Axiom, Term, TermAlgebra, Var
 from taso.substitutions._axiom_bank import SHAPE_DEPENDENT, bank_axioms
 from taso.substitutions._gen_converter import RULE_CONSTRAINTS
+from taso.substitutions._witness import guarded
 from taso.substitutions.rule import (
     ParamVar,
     Pattern,
@@ -102,10 +103,10 @@ def _rule(axiom: Axiom, lhs: tuple, rhs: tuple, suffix: str, witness: list[dict]
     provenance = (("axiom", axiom.name), ("method", "axiom"),
                   ("witness", json.dumps(witness, sort_keys=True)))
     try:
-        return Rule(f"ax-{axiom.name}{suffix}", axiom.math, inputs, Pattern(tuple(src.nodes)),
+        return guarded(Rule(f"ax-{axiom.name}{suffix}", axiom.math, inputs, Pattern(tuple(src.nodes)),
                     Pattern(tuple(tgt.nodes)), outputs, constraints + values, axiom.exactness,
                     Proof(ProofStatus.PROVED, "axiom", "", 0.0, (axiom.name,), 0),
-                    tuple(sorted(provenance))).validate()
+                    tuple(sorted(provenance))).validate())
     except RuleError:
         return None
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from taso.substitutions._generate import GENERATOR_VERSION, dedupe, hand_rules, spec_set_hash
 from taso.substitutions._verify import verify_rule
+from taso.substitutions._witness import guarded
 from taso.substitutions.rule import ProofStatus, Rule, RuleLibrary, load_rules
 
 
@@ -50,7 +51,7 @@ def merge(paths: list[Path], rlimit: int) -> tuple[RuleLibrary, Counter]:
                 continue
             rules.append(_tagged(rule, label))
     rules += hand_rules(rlimit, counts)
-    rules = sorted(dedupe(rules), key=lambda r: r.id)
+    rules = sorted((guarded(r) for r in dedupe(rules)), key=lambda r: r.id)
     counts["shipped"] = len(rules)
     assert all(r.proof.status is ProofStatus.PROVED for r in rules)
     provenance = (("generator_version", GENERATOR_VERSION), ("spec_set_hash", spec_set_hash()),

@@ -105,3 +105,39 @@ def reproducer(rule: Rule, seed: int) -> str:
             "from taso.substitutions._witness import check_witness\n"
             f"rule = rule_from_json(json.loads({text!r}))\n"
             f"print(check_witness(rule, seed={seed}))")
+
+
+def shape_guards(rule: Rule) -> tuple[str, ...]:
+    """Constraints that keep a rule to the shape relations it was proved and witnessed on.
+
+    Proofs over uninterpreted tensor functions do not see shapes: `conv(x + y, w) =
+    conv(x, w) + conv(y, w)` holds for equal shapes of x and y, not when the Add
+    broadcasts (the fuzzer found exactly that). So every input keeps the rank it had in
+    every witness configuration, and inputs whose shapes were equal in every configuration
+    must stay equal. A literal constant (constrained by `value(k)`, e.g. the 3 of a
+    decomposed HardSwish) may have any shape of ones: it broadcasts like a scalar."""
+    configs = witness_configs(rule)
+    shapes = [c.get("shapes", {}) for c in configs]
+    names = [i.name for i in rule.inputs]
+    if not shapes or any(n not in s for s in shapes for n in names):
+        return ()
+    valued = {n for n in names if f"value({n!r})" in " ".join(rule.constraints)}
+    guards = [f"all(d == 1 for d in shape({n!r}))" for n in names if n in valued]  # broadcast-neutral
+    tensors = [n for n in names if n not in valued]
+    for name in tensors:
+        ranks = {len(s[name]) for s in shapes}
+        if len(ranks) == 1:
+            guards.append(f"rank({name!r}) == {ranks.pop()}")
+    for i, a in enumerate(tensors):
+        for b in tensors[i + 1:]:
+            if all(list(s[a]) == list(s[b]) for s in shapes):
+                guards.append(f"shape({a!r}) == shape({b!r})")
+    return tuple(g for g in guards if g not in rule.constraints)
+
+
+def guarded(rule: Rule) -> Rule:
+    """`rule` with its `shape_guards` added (a narrower rule: its proof still holds)."""
+    from dataclasses import replace
+
+    extra = shape_guards(rule)
+    return replace(rule, constraints=rule.constraints + extra).validate() if extra else rule

@@ -76,10 +76,7 @@ CASES: dict[str, tuple[Recipe, str]] = {
 
 # Open cases: not strict, since whether the search reaches the bad rewrite depends on its
 # order (the rule's own bug is pinned deterministically by the unit test in test_apply.py).
-OPEN = {
-    "conv_linear_input_over_broadcast_add": "open (rule library): ax-conv_linear_input needs shape('x') == shape('y')",
-    "matmul_scale_fold_row_varying": "open (rule library): gen-matmul scale folds need a scalar/last-axis s constraint",
-}
+OPEN: dict[str, str] = {}  # both former open cases are fixed by the rules' witness shape guards
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=OPEN[n], strict=False)) if n in OPEN else n
