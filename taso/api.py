@@ -205,9 +205,12 @@ def _check_and_choose(
             inputs = backends.make_inputs(runnable_original, profile=profile)
             with phases.time("check"):
                 say("checking outputs against the original on ONNX Runtime")
-                comparison = backends.compare_outputs(
-                    backends.run_model(runnable_original, inputs), backends.run_model(candidate, inputs)
-                )
+                reference = backends.run_model(runnable_original, inputs)
+                try:
+                    got = backends.run_model(candidate, inputs)
+                except BackendError as exc:  # the original runs, the optimized model does not
+                    raise _CandidateRejected(str(exc)) from None
+                comparison = backends.compare_outputs(reference, got)
             status = CheckStatus.PASSED if comparison.passed else CheckStatus.FAILED
             diffs = comparison.max_abs_diffs()
             if not comparison.passed:
@@ -226,6 +229,9 @@ def _check_and_choose(
             )
             if not verdict.faster:
                 decision = Decision.NOT_FASTER
+    except _CandidateRejected as exc:
+        notes.append(f"ONNX Runtime refused the optimized model (the original runs): {exc}")
+        status, decision = CheckStatus.FAILED, Decision.REJECTED
     except BackendError as exc:
         notes.append(f"ONNX Runtime cannot run this model, so it was neither checked nor measured: {exc}")
         warnings.warn(notes[-1], stacklevel=3)
@@ -247,6 +253,10 @@ def _check_and_choose(
         warnings=tuple(notes),
     )
     return OptimizeResult(model=chosen, report=report)
+
+
+class _CandidateRejected(Exception):
+    """ORT runs the original but refuses the optimized model: return the original."""
 
 
 def _runnable(original: onnx.ModelProto, loaded: LoadedModel) -> onnx.ModelProto | Path:

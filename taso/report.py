@@ -28,6 +28,7 @@ class Decision(enum.Enum):
     UNCHANGED = "original returned: no rewrite applied"
     NOT_FASTER = "original returned: the optimized model was not measurably faster"
     MISMATCH = "original returned: the optimized model's outputs differ"
+    REJECTED = "original returned: ONNX Runtime refused the optimized model"
     UNMEASURED = "optimized model returned unmeasured: ONNX Runtime cannot run this model"
     UNCHECKED = "optimized model returned unchecked and unmeasured, as asked (check=False)"
 

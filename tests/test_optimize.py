@@ -103,3 +103,25 @@ def test_unknown_backend_is_a_usage_error(tmp_path: Path) -> None:
     onnx.save_model(models.conv_net(), source)
     with pytest.raises(taso.InputError):
         taso.optimize_onnx(source, backend="tpu", rules=[conv_mul_fold()])
+
+
+def test_a_candidate_onnxruntime_refuses_is_not_returned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """If ORT runs the original but not the optimized model, the original comes back."""
+    from taso import backends
+    from taso.errors import BackendError
+
+    source = _scaled_conv_model(tmp_path)
+    real_run = backends.run_model
+    calls = []
+
+    def refuse_second(model: object, inputs: object, **kw: object) -> object:
+        calls.append(model)
+        if len(calls) == 2:
+            raise BackendError("simulated: ORT refuses the optimized model")
+        return real_run(model, inputs, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(backends, "run_model", refuse_second)
+    result = taso.optimize_onnx(source, time_budget_s=5, rules=[conv_mul_fold()], backend="analytical")
+    assert result.report.decision is taso.Decision.REJECTED
+    assert result.report.applied_rewrites == {}
+    assert [n.op_type for n in result.model.graph.node] == [n.op_type for n in onnx.load(str(source)).graph.node]
