@@ -17,7 +17,7 @@ from taso.substitutions._axiom_rules import _consistent, _params, _rule, _terms,
 from taso.substitutions._gen_converter import CONVERTER_FORMS, FORM_CONSTRAINTS
 from taso.substitutions._gen_rules import exactness_of
 from taso.substitutions._prove import SOLVER, prove
-from taso.substitutions._witness import check_witness
+from taso.substitutions._witness import check_witness, guarded
 from taso.substitutions.rule import Proof, ProofStatus, Rule
 
 
@@ -67,5 +67,5 @@ def converter_rules(rlimit: int, counts: Counter) -> list[Rule]:
                 continue
             proof = Proof(ProofStatus.PROVED, "z3", SOLVER, 0.0, result.axioms_used,
                           witness.configs)
-            out.append(replace(rule, proof=proof, exactness=exactness_of(result.axioms_used)))
+            out.append(guarded(replace(rule, proof=proof, exactness=exactness_of(result.axioms_used))))
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from functools import cache
 
@@ -13,7 +14,6 @@ from taso.opspecs.axioms.validate import validate_axiom
 from taso.substitutions._axiom_rules import rules_from_axiom
 from taso.substitutions._gen_converter import EXTRA_AXIOMS
 from taso.substitutions._gen_derived import converter_rules
-from taso.substitutions._verify import _body
 from taso.substitutions.matching import apply, find_matches
 from taso.substitutions.rule import load_rules, rule_to_json
 from tests.test_rule_library import LIBRARY
@@ -38,8 +38,15 @@ def test_every_converter_form_proves() -> None:
     counts: Counter = Counter()
     rules = converter_rules(2_000_000, counts)
     assert counts["converter forms"] == counts["converter forms proved"] == len(rules)
-    shipped = {_body(rule_to_json(r)) for r in _library().values()}
-    assert all(_body(rule_to_json(r)) in shipped for r in rules)  # shipped (maybe deduplicated)
+    # shipped, maybe deduplicated against an axiom rule with the same patterns, whose witness
+    # shape guards may be stricter: compare the patterns, not the constraints
+    shipped = {_patterns(r) for r in _library().values()}
+    assert all(_patterns(r) in shipped for r in rules)
+
+
+def _patterns(rule) -> str:  # noqa: ANN001
+    data = rule_to_json(rule)
+    return json.dumps([data[k] for k in ("inputs", "source", "target", "outputs")], sort_keys=True)
 
 
 def test_concrete_config_axioms_emit_rules() -> None:
