@@ -93,8 +93,10 @@ def test_analytical_runs_are_byte_identical_across_processes(tmp_path: Path, rul
     outputs = []
     for k, seed in enumerate(("0", "1", "12345")):
         out = tmp_path / f"out{k}.onnx"
+        # --no-check: the search result itself is compared (whether ORT runs the folded model
+        # measurably faster is a timing question, covered with a warm cache below)
         proc = _cli("optimize", str(source), "-o", str(out), "--backend", "analytical", "--rules", str(rule_file),
-                    "--time-budget", "5", "--shape", "N=2",
+                    "--time-budget", "5", "--shape", "N=2", "--no-check",
                     env={"PYTHONHASHSEED": seed, "TASO_CACHE_DIR": str(tmp_path / "cache")})
         assert proc.returncode == 0, proc.stderr
         outputs.append(out.read_bytes())
