@@ -1,4 +1,8 @@
-"""Small hand-built models the tests share: each exercises one thing the IR must keep."""
+"""Small hand-built models the tests share: each exercises one thing the IR must keep.
+
+Every builder checks its model with the full onnx checker, so a broken fixture fails where
+it is built instead of looking like a taso bug.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ IR = 10
 def _model(graph: onnx.GraphProto, *, opsets: list[onnx.OperatorSetIdProto] | None = None, **kw: object) -> onnx.ModelProto:
     model = h.make_model(graph, opset_imports=opsets or [h.make_opsetid("", OPSET)], **kw)
     model.ir_version = IR
+    onnx.checker.check_model(model, full_check=True)  # fixtures are valid models, or fail here
     return model
 
 

@@ -18,6 +18,7 @@ FLOAT = TensorType(1, (4,))
 
 def chain(*ops: str) -> Graph:
     """x -> ops[0] -> ops[1] -> ... -> y."""
+    assert ops, "a chain needs at least one op (its output y must have a producer)"
     names = ["x"] + [f"v{i}" for i in range(len(ops) - 1)] + ["y"]
     nodes = {
         i: Node(op, "toy", (names[i],), (names[i + 1],), name=f"n{i}") for i, op in enumerate(ops)

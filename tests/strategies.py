@@ -288,6 +288,7 @@ def build(recipe: Recipe) -> onnx.ModelProto:
     graph = h.make_graph(b.nodes, "fuzz", inputs, outputs, b.inits)
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", OPSET)], producer_name="taso-fuzz")
     model.ir_version = IR_VERSION
+    onnx.checker.check_model(model, full_check=True)  # a generator bug must not pass as a taso bug
     return model
 
 
