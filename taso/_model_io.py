@@ -78,7 +78,7 @@ def _check_versions(model: onnx.ModelProto) -> None:
 def check_model(model: onnx.ModelProto, *, path: Path | None = None) -> None:
     """onnx.checker full check; by path when the proto is too large to serialize."""
     try:
-        if path is not None and (model.ByteSize() > _PROTO_LIMIT or _has_external_data(model)):
+        if path is not None and (model.ByteSize() > _PROTO_LIMIT or has_external_data(model)):
             onnx.checker.check_model(str(path), full_check=True)
         else:
             onnx.checker.check_model(model, full_check=True)
@@ -86,7 +86,7 @@ def check_model(model: onnx.ModelProto, *, path: Path | None = None) -> None:
         raise InvalidModelError(f"the model fails the ONNX checker: {_first_line(exc)}") from None
 
 
-def _has_external_data(model: onnx.ModelProto) -> bool:
+def has_external_data(model: onnx.ModelProto) -> bool:
     return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
 
 
@@ -113,7 +113,7 @@ def check_output_path(output: str | os.PathLike[str], *, input_path: Path | None
 def save_model_atomic(model: onnx.ModelProto, output: Path, *, base_dir: str = "") -> None:
     """Write `model` to `output` via temp files + rename; stream external data to `<output>.data`."""
     data_name = output.name + ".data"
-    needs_external = _has_external_data(model) or model.ByteSize() > _PROTO_LIMIT
+    needs_external = has_external_data(model) or model.ByteSize() > _PROTO_LIMIT
     with _temp_file(output.parent, output.name) as tmp_model:
         if needs_external:
             with _temp_file(output.parent, data_name) as tmp_data:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 import time
 import warnings
 from collections import Counter
@@ -28,6 +27,7 @@ from taso._model_io import (
     LoadedModel,
     check_model,
     check_output_path,
+    has_external_data,
     load_model,
     save_model_atomic,
 )
@@ -261,7 +261,7 @@ class _CandidateRejected(Exception):
 
 def _runnable(original: onnx.ModelProto, loaded: LoadedModel) -> onnx.ModelProto | Path:
     """The original as ORT should load it: by path when weights live in external files."""
-    if loaded.path is not None and any(t.data_location == onnx.TensorProto.EXTERNAL for t in original.graph.initializer):
+    if loaded.path is not None and has_external_data(original):
         return loaded.path
     return original
 
@@ -275,9 +275,6 @@ def _profile(shapes: str | Mapping[str, object] | None) -> ShapeProfile | None:
     inputs = {k: tuple(v) for k, v in shapes.items() if not isinstance(v, int)}  # type: ignore[call-overload]
     return ShapeProfile.of(shapes=inputs, dims=dims)
 
-
-def _stderr(message: str) -> None:
-    print(f"taso: {message}", file=sys.stderr)
 
 
 _DECISION_BACKEND = "taso-decision"
