@@ -11,13 +11,21 @@ that noise from ever choosing a slower model.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import onnx
 
+from taso._onnx_export import export_model
 from taso.backends import InterleavedTiming, ModelSource, measure_interleaved, measure_latency
+from taso.backends.cost_cache import CostCache, CostKey
+from taso.backends.ort_backends import OrtCpuBackend
+from taso.errors import BackendError
+from taso.ir import Graph
+from taso.search.sweep import Judgement
 
 MIN_SPEEDUP = 1.01
 """The optimized model is returned only if every round measures at least this speedup."""
@@ -75,3 +83,106 @@ def _verdict(timings: list[InterleavedTiming]) -> Verdict:
         spread=float(p90 - p10),
         rounds=rounds,
     )
+
+
+# --- verdicts remembered in the cost cache -------------------------------------------
+
+_VERDICT_BACKEND = "taso-decision"
+_VERDICT_FIELDS = ("faster", "original_ms", "optimized_ms", "spread")
+
+
+def _pair_signature(first: Graph, second: Graph, inputs: Mapping[str, np.ndarray], kind: str) -> str:
+    """Key of a timing verdict: both structural hashes and the input shapes (weights'
+    values do not change latency)."""
+    digest = hashlib.blake2b(digest_size=20)
+    for part in (first.structural_hash, second.structural_hash):
+        digest.update(part)
+    digest.update(repr(sorted((k, getattr(v, "shape", ())) for k, v in inputs.items())).encode())
+    return f"{kind}{digest.hexdigest()}"
+
+
+def _verdict_keys(signature: str, fields: Sequence[str]) -> dict[str, CostKey]:
+    import onnxruntime as ort
+
+    device = OrtCpuBackend(cache=None).device
+    return {f: CostKey(_VERDICT_BACKEND, device, ort.__version__, f"{signature}/{f}") for f in fields}
+
+
+def decide_cached(
+    original_graph: Graph, optimized_graph: Graph, original: ModelSource, optimized: ModelSource,
+    inputs: Mapping[str, np.ndarray],
+) -> Verdict:
+    """`decide`, remembered in the cost cache.
+
+    Timing is noisy, so two runs could decide differently; with the decision cached, the
+    same input, settings and cost cache give the same output file.
+    """
+    cache, keys = CostCache(), _verdict_keys(_pair_signature(original_graph, optimized_graph, inputs, ""), _VERDICT_FIELDS)
+    cached = {f: cache.get(k) for f, k in keys.items()}
+    if all(v is not None for v in cached.values()):
+        faster, original_ms, optimized_ms, spread = (float(cached[f]) for f in _VERDICT_FIELDS)  # type: ignore[arg-type]
+        return Verdict(bool(faster), original_ms, optimized_ms, original_ms / optimized_ms, spread, ())
+    verdict = decide(original, optimized, inputs)
+    values = (float(verdict.faster), verdict.original_ms, verdict.optimized_ms, verdict.spread)
+    for field_name, value in zip(_VERDICT_FIELDS, values, strict=True):
+        cache.put(keys[field_name], value)
+    return verdict
+
+
+# --- the sweep's judge ------------------------------------------------------------------
+
+JUDGE_ROUND_SECONDS = 0.75
+_JUDGEMENT_FIELDS = ("faster", "speedup")
+MAX_JUDGED_MS = 60.0
+"""Models slower than this per run are not judged end to end (a round would hold too
+few pairs to resolve anything); the sweep phase is skipped for them."""
+
+
+@dataclass
+class MeasuredJudge:
+    """Judges a candidate graph against the current one by one interleaved round on ORT.
+
+    Faster means a median paired speedup of at least `MIN_SPEEDUP` and a significant
+    sign test (the same bar as each round of `decide`). A candidate ORT refuses is not
+    faster. Verdicts are cached like `decide_cached`'s, so re-runs are deterministic.
+    """
+
+    inputs: Mapping[str, np.ndarray]
+    per_run_ms: float
+    _exported: dict[bytes, onnx.ModelProto] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def for_model(cls, model: ModelSource, inputs: Mapping[str, np.ndarray]) -> MeasuredJudge | None:
+        """A judge for `model`'s graphs, or None if the model is too slow to judge whole."""
+        probe = measure_latency(model, inputs, repeats=3, warmup=1).median_ms
+        return cls(inputs, probe) if probe <= MAX_JUDGED_MS else None
+
+    def __call__(self, current: Graph, candidate: Graph) -> Judgement:
+        signature = _pair_signature(current, candidate, self.inputs, "judge/")
+        cache, keys = CostCache(), _verdict_keys(signature, _JUDGEMENT_FIELDS)
+        faster, speedup = cache.get(keys["faster"]), cache.get(keys["speedup"])
+        if faster is not None and speedup is not None:
+            return Judgement(speedup, bool(faster))
+        judgement = self._measure(current, candidate)
+        cache.put(keys["faster"], float(judgement.faster))
+        cache.put(keys["speedup"], judgement.speedup)
+        return judgement
+
+    def _measure(self, current: Graph, candidate: Graph) -> Judgement:
+        try:
+            timing = measure_interleaved(
+                self._export(current), export_model(candidate), self.inputs,
+                repeats=pairs_for(self.per_run_ms, JUDGE_ROUND_SECONDS),
+            )
+        except BackendError:
+            return Judgement(0.0, False)
+        speedup = 1.0 / timing.paired_ratio
+        significant = sign_test_z(timing.a.samples_ms, timing.b.samples_ms) >= MIN_SIGN_Z
+        return Judgement(speedup, significant and speedup >= MIN_SPEEDUP)
+
+    def _export(self, graph: Graph) -> onnx.ModelProto:
+        key = graph.structural_hash
+        if key not in self._exported:
+            self._exported.clear()  # keep only the current graph's model
+            self._exported[key] = export_model(graph)
+        return self._exported[key]

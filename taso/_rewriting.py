@@ -9,6 +9,8 @@ user's model, whatever file it came from.
 from __future__ import annotations
 
 import os
+import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -18,6 +20,7 @@ from taso.errors import UsageError
 from taso.ir import Graph
 from taso.report import StopReason
 from taso.search import CostModel, Rewrite, SearchProgress, search
+from taso.search.sweep import Judge, SweepStep, sweep
 from taso.substitutions.matching import apply, find_matches
 from taso.substitutions.rule import ProofStatus, Rule, RuleLibrary, load_rules
 
@@ -32,6 +35,7 @@ class SearchOutcome:
     explored: int = 0
     predicted_original_ms: float | None = None
     predicted_best_ms: float | None = None
+    sweeps: tuple[SweepStep, ...] = ()
 
 
 def default_rules() -> tuple[Rule, ...]:
@@ -115,6 +119,19 @@ def make_expand(
     return expand
 
 
+SWEEP_SHARE = 0.6
+"""At most this share of the budget goes to rule sweeps; the backtracking search gets the rest."""
+
+
+@dataclass(frozen=True)
+class Sweeping:
+    """What the sweep phase needs: a whole-model judge and a cheap prior to order sweeps."""
+
+    judge: Judge
+    prior: CostModel
+    on_step: Callable[[SweepStep], None] | None = None
+
+
 def run_search(
     graph: Graph,
     *,
@@ -124,19 +141,44 @@ def run_search(
     time_budget_s: float,
     progress: Callable[[SearchProgress], None] | None = None,
     priority: Priority | None = None,
+    sweeping: Sweeping | None = None,
 ) -> SearchOutcome:
+    """Rule sweeps judged end to end (with `sweeping`), then the backtracking search.
+
+    The backtracking search starts from the swept graph with the rest of the budget. Its
+    result replaces the swept graph only if the judge finds it faster too, so that moves
+    priced by regions alone never undo what the whole-model measurements established.
+    """
     if time_budget_s == 0:
         return SearchOutcome(graph, {}, StopReason.NO_SEARCH)
     if not rules:
         return SearchOutcome(graph, {}, StopReason.NO_RULES)
-    result = search(
-        graph, make_expand(rules, priority=priority), cost_model, alpha=alpha, time_budget_s=time_budget_s, progress=progress
-    )
+    started = time.perf_counter()
+    expand = make_expand(rules, priority=priority)
+    start, swept, steps, speedup, reserve = graph, Counter[str](), (), 1.0, 0.0
+    if sweeping is not None:
+        by_id = {rule.id: rule for rule in rules}
+        phase = sweep(
+            graph, expand, sweeping.judge, prior=sweeping.prior, time_budget_s=SWEEP_SHARE * time_budget_s,
+            expand_rule=lambda rule_id: make_expand([by_id[rule_id]]), on_step=sweeping.on_step,
+        )
+        start, swept, steps = phase.graph, phase.applied, phase.steps
+        reserve = phase.judge_s if swept else 0.0  # for judging the search's result at the end
+        for step in steps:
+            speedup *= step.speedup if step.accepted else 1.0
+    left = max(0.0, time_budget_s - reserve - (time.perf_counter() - started))
+    result = search(start, expand, cost_model, alpha=alpha, time_budget_s=left, progress=progress)
+    best, searched = result.graph, result.applied
+    if sweeping is not None and swept and searched and not sweeping.judge(start, best).faster:
+        best, searched = start, Counter[str]()
+    applied = swept + searched
+    initial = None if result.initial_cost is None else result.initial_cost * speedup
     return SearchOutcome(
-        graph=result.graph,
-        applied=dict(sorted(result.applied.items())),
+        graph=best,
+        applied=dict(sorted(applied.items())),
         stop_reason=result.stop_reason,
-        explored=result.explored,
-        predicted_original_ms=result.initial_cost,
-        predicted_best_ms=result.best_cost,
+        explored=result.explored + len(steps),
+        predicted_original_ms=initial,
+        predicted_best_ms=result.best_cost if searched or not swept else result.initial_cost,
+        sweeps=steps,
     )

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import onnx
 
-from taso._decide import Verdict, decide
+from taso._decide import MeasuredJudge, decide_cached
 from taso._model_io import (
     LoadedModel,
     check_model,
@@ -33,13 +33,14 @@ from taso._model_io import (
 )
 from taso._onnx_export import export_model
 from taso._onnx_import import import_model
-from taso._rewriting import RulesArg, SearchOutcome, resolve_rules, run_search
+from taso._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, run_search
 from taso._subgraphs import body_node_count, optimize_bodies
 from taso.backends import AnalyticalCostModel, MeasuredCostModel, ShapeProfile
 from taso.errors import BackendError, UsageError
 from taso.ir import Graph
-from taso.report import CheckStatus, Decision, Latency, Report, StopReason
+from taso.report import CheckStatus, Decision, Latency, Report, StopReason, SweepRecord
 from taso.search import CostModel, SearchProgress
+from taso.search.sweep import SweepStep
 
 DEFAULT_TIME_BUDGET_S = 10.0
 
@@ -122,12 +123,15 @@ def _search(
     if not chosen:
         return SearchOutcome(graph, {}, StopReason.NO_RULES), []
     say(f"searching with {len(chosen)} proved rules for up to {time_budget_s:g} s")
-    cost_model = _cost_model(backend, profile)
-    in_bodies = body_node_count(graph)
     started = time.perf_counter()
+    cost_model = _cost_model(backend, profile)
+    sweeping = _sweeping(graph, backend=backend, profile=profile, say=say)
+    in_bodies = body_node_count(graph)
     main_share = time_budget_s * len(graph.nodes) / max(len(graph.nodes) + in_bodies, 1)
+    main_share = max(0.0, main_share - (time.perf_counter() - started))
     outcome = run_search(
         graph, rules=chosen, cost_model=cost_model, alpha=alpha, time_budget_s=main_share, progress=_throttled(say),
+        sweeping=sweeping,
     )
     if not in_bodies:
         return outcome, []
@@ -141,6 +145,39 @@ def _search(
     applied = Counter(outcome.applied) + Counter(bodies.applied)
     merged = dataclasses.replace(outcome, graph=bodies.graph, applied=dict(sorted(applied.items())))
     return merged, [f"subgraph left unoptimized: {reason}" for reason in bodies.skipped]
+
+
+def _sweeping(
+    graph: Graph, *, backend: str, profile: ShapeProfile | None, say: Callable[[str], None]
+) -> Sweeping | None:
+    """The whole-model judge for rule sweeps, when the model can be judged whole.
+
+    Not for the analytical backend (no device), models whose weights live in external
+    files (each judged candidate would be serialized whole in memory), models ORT cannot
+    run, or models too slow per run to time a round in well under a second.
+    """
+    from taso import backends
+
+    if backend != "ort-cpu" or graph.context is None or _has_external_weights(graph):
+        return None
+    try:
+        model = export_model(graph)
+        judge = MeasuredJudge.for_model(model, backends.make_inputs(model, profile=profile))
+    except BackendError:
+        return None
+    if judge is None:
+        say("rule sweeps skipped: the model is too slow per run to judge candidates whole")
+        return None
+
+    def on_step(step: SweepStep) -> None:
+        verdict = "kept" if step.accepted else "not faster"
+        say(f"sweep {step.rule_id} x{step.rewrites}: measured {step.speedup:.3f}x, {verdict}")
+
+    return Sweeping(judge, AnalyticalCostModel(profile=profile), on_step)
+
+
+def _has_external_weights(graph: Graph) -> bool:
+    return any(init.is_external for init in graph.initializers.values())
 
 
 def _validate_options(*, backend: str, time_budget_s: float, alpha: float) -> None:
@@ -219,7 +256,7 @@ def _check_and_choose(
         if check and decision is Decision.OPTIMIZED:
             with phases.time("measure"):
                 say("measuring both models interleaved")
-                verdict = _decide_cached(outcome, original_graph, runnable_original, candidate, inputs)
+                verdict = decide_cached(original_graph, outcome.graph, runnable_original, candidate, inputs)
             latency = Latency(
                 predicted_original_ms=latency.predicted_original_ms,
                 predicted_optimized_ms=latency.predicted_optimized_ms,
@@ -251,6 +288,7 @@ def _check_and_choose(
         graphs_explored=outcome.explored,
         phase_seconds=dict(phases.seconds),
         warnings=tuple(notes),
+        sweeps=tuple(SweepRecord(s.rule_id, s.rewrites, s.speedup, s.accepted) for s in outcome.sweeps),
     )
     return OptimizeResult(model=chosen, report=report)
 
@@ -276,41 +314,3 @@ def _profile(shapes: str | Mapping[str, object] | None) -> ShapeProfile | None:
     return ShapeProfile.of(shapes=inputs, dims=dims)
 
 
-
-_DECISION_BACKEND = "taso-decision"
-
-
-def _decide_cached(
-    outcome: SearchOutcome, original_graph: Graph, original: onnx.ModelProto | Path, candidate: onnx.ModelProto,
-    inputs: Mapping[str, object],
-) -> Verdict:
-    """The measured keep-or-return decision, remembered in the cost cache.
-
-    Timing is noisy, so two runs could decide differently; with the decision cached, the
-    same input, settings and cost cache give the same output file. The key is the pair of
-    structural hashes and the input shapes (weights' values do not change latency).
-    """
-    import hashlib
-
-    import onnxruntime as ort
-
-    from taso.backends import CostCache, CostKey, OrtCpuBackend
-
-    digest = hashlib.blake2b(digest_size=20)
-    for part in (original_graph.structural_hash, outcome.graph.structural_hash):
-        digest.update(part)
-    digest.update(repr(sorted((k, getattr(v, "shape", ())) for k, v in inputs.items())).encode())
-    cache, device = CostCache(), OrtCpuBackend(cache=None).device
-    keys = {f: CostKey(_DECISION_BACKEND, device, ort.__version__, f"{digest.hexdigest()}/{f}") for f in _VERDICT_FIELDS}
-    cached = {f: cache.get(k) for f, k in keys.items()}
-    if all(v is not None for v in cached.values()):
-        faster, original_ms, optimized_ms, spread = (float(cached[f]) for f in _VERDICT_FIELDS)  # type: ignore[arg-type]
-        return Verdict(bool(faster), original_ms, optimized_ms, original_ms / optimized_ms, spread, ())
-    verdict = decide(original, candidate, inputs)  # type: ignore[arg-type]
-    values = (float(verdict.faster), verdict.original_ms, verdict.optimized_ms, verdict.spread)
-    for field_name, value in zip(_VERDICT_FIELDS, values, strict=True):
-        cache.put(keys[field_name], value)
-    return verdict
-
-
-_VERDICT_FIELDS = ("faster", "original_ms", "optimized_ms", "spread")

@@ -59,6 +59,16 @@ class Latency:
 
 
 @dataclass(frozen=True)
+class SweepRecord:
+    """One rule sweep judged end to end: every match of `rule_id` applied at once."""
+
+    rule_id: str
+    rewrites: int
+    measured_speedup: float
+    kept: bool
+
+
+@dataclass(frozen=True)
 class Report:
     input_nodes: int
     output_nodes: int
@@ -71,6 +81,8 @@ class Report:
     graphs_explored: int
     phase_seconds: dict[str, float]
     warnings: tuple[str, ...] = field(default=())
+    sweeps: tuple[SweepRecord, ...] = field(default=())
+    """Rule sweeps judged on the whole model, in the order they were judged."""
 
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
@@ -80,6 +92,7 @@ class Report:
         data["decision_reason"] = self.decision.value
         data["stop_reason"] = self.stop_reason.name.lower()
         data["warnings"] = list(self.warnings)
+        data["sweeps"] = [asdict(s) for s in self.sweeps]
         return data
 
     def to_json(self) -> str:
@@ -91,6 +104,7 @@ class Report:
             f"nodes: {self.input_nodes} -> {self.output_nodes}",
             "rewrites: " + (", ".join(f"{k} x{v}" for k, v in sorted(self.applied_rewrites.items())) or "none"),
             f"search: {self.stop_reason.value}, {self.graphs_explored} graphs explored",
+            "sweeps: " + (", ".join(_sweep(s) for s in self.sweeps) or "none"),
             f"predicted: {_ms(lat.predicted_original_ms)} -> {_ms(lat.predicted_optimized_ms)}",
             f"measured:  {_ms(lat.measured_original_ms)} -> {_ms(lat.measured_optimized_ms)}"
             + (f"  (speedup {lat.speedup:.3f}x)" if lat.speedup else ""),
@@ -99,6 +113,11 @@ class Report:
         ]
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+
+def _sweep(record: SweepRecord) -> str:
+    verdict = "kept" if record.kept else "not kept"
+    return f"{record.rule_id} x{record.rewrites} {record.measured_speedup:.3f}x {verdict}"
 
 
 def _ms(value: float | None) -> str:

@@ -1,0 +1,203 @@
+"""Rule sweeps judged on the whole model: the search's first phase.
+
+    current <- input
+    repeat:
+        for each rule with matches in current (not judged before):
+            sweep <- current with every non-overlapping match of the rule applied
+        order the sweeps by a cheap prior (analytical cost change), improving ones first
+        judge each sweep against current, end to end, until one is faster: current <- it
+    until no sweep is faster, or the budget is spent
+
+Why: on converter output the gains come from a rewrite applied everywhere at once (every
+decomposed HardSwish re-formed, every per-channel Mul folded into its conv). One such
+rewrite changes a network's latency by a percent or two, below what a single timing can
+resolve, and a region priced alone misses what it does to ORT's layout choices around
+it; all of them together move the whole model by 20-30%, which an end-to-end
+measurement sees plainly. The judge compares whole models (`Judge`), so a sweep is kept
+only when the graph ORT really runs got faster, neighbours and layout included.
+
+A rule judged not faster is not judged again in a later round (its matches have hardly
+changed; measuring them again would spend the budget on the same answer). The result is
+deterministic for a deterministic judge; a measuring judge should cache its verdicts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from taso.errors import InvalidModelError
+from taso.ir import Graph
+from taso.report import StopReason
+from taso.search.cost import CostModel
+from taso.search.rewrite import Expand, Move, Rewrite, affected_nodes, dangling_values
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A whole-model comparison: how much faster the candidate ran, and whether that counts."""
+
+    speedup: float
+    faster: bool
+
+
+class Judge(Protocol):
+    """Compares two whole graphs end to end (for ORT: run interleaved, see `taso._decide`)."""
+
+    def __call__(self, current: Graph, candidate: Graph) -> Judgement: ...
+
+
+@dataclass(frozen=True)
+class SweepStep:
+    """One judged sweep: the rule, how many matches it applied, the prior and the verdict."""
+
+    rule_id: str
+    rewrites: int
+    predicted_delta: float
+    speedup: float
+    accepted: bool
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    graph: Graph
+    applied: Counter[str]
+    steps: tuple[SweepStep, ...]
+    stop_reason: StopReason
+    elapsed_s: float
+    judge_s: float
+    """The longest a judgement took (0 if none did): what another one would need."""
+
+
+@dataclass(frozen=True)
+class _Sweep:
+    rule_id: str
+    graph: Graph
+    rewrites: int
+    predicted_delta: float
+
+
+RuleExpand = Callable[[str], Expand]
+"""An `Expand` that lists one rule's rewrites only, by rule id."""
+
+
+def sweep(
+    graph: Graph, expand: Expand, judge: Judge, *, prior: CostModel, time_budget_s: float,
+    expand_rule: RuleExpand | None = None, on_step: Callable[[SweepStep], None] | None = None,
+) -> SweepResult:
+    """Apply, rule by rule, every match of the rules whose sweep the judge finds faster.
+
+    `expand` lists every rewrite of a graph; `expand_rule`, if given, one rule's (used to
+    find matches again next to applied ones; without it they wait for the next round).
+    """
+    started = time.perf_counter()
+    deadline = started + time_budget_s
+    current, applied, steps, judged = graph, Counter[str](), [], set[str]()
+    reason, judge_s = StopReason.EXHAUSTED, 0.0
+    while True:
+        if time.perf_counter() + judge_s >= deadline:
+            reason = StopReason.TIME_BUDGET
+            break
+        accepted = None
+        for candidate in _ordered(current, expand, expand_rule, prior, skip=judged):
+            if time.perf_counter() + judge_s >= deadline:  # no time for another judgement
+                break
+            judged.add(candidate.rule_id)
+            asked = time.perf_counter()
+            verdict = judge(current, candidate.graph)
+            judge_s = max(judge_s, time.perf_counter() - asked)
+            steps.append(
+                SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta, verdict.speedup, verdict.faster)
+            )
+            if on_step is not None:
+                on_step(steps[-1])
+            if verdict.faster:
+                accepted = candidate
+                break
+        if accepted is None:
+            if time.perf_counter() + judge_s >= deadline:
+                reason = StopReason.TIME_BUDGET
+            break
+        current = accepted.graph
+        applied[accepted.rule_id] += accepted.rewrites
+    return SweepResult(current, applied, tuple(steps), reason, time.perf_counter() - started, judge_s)
+
+
+def _ordered(
+    graph: Graph, expand: Expand, expand_rule: RuleExpand | None, prior: CostModel, *, skip: set[str]
+) -> list[_Sweep]:
+    """Every not-yet-judged rule's sweep of `graph`, most promising (by the prior) first."""
+    by_rule: dict[str, list[Rewrite]] = {}
+    for rewrite in expand(graph, None):
+        if rewrite.rule_id not in skip:
+            by_rule.setdefault(rewrite.rule_id, []).append(rewrite)
+    base = prior.cost(graph)
+    sweeps = []
+    for rule_id, found in by_rule.items():
+        swept, count = apply_all(graph, found, expand_rule(rule_id) if expand_rule else None)
+        if count:
+            sweeps.append(_Sweep(rule_id, swept, count, prior.cost(swept) - base))
+    return sorted(sweeps, key=lambda s: (s.predicted_delta > 0, s.predicted_delta, s.rule_id))
+
+
+MAX_ROUNDS = 8
+"""Rounds of `apply_all` per sweep: matches next to an applied one are re-found and
+applied in the next round (a chain of adjacent matches takes one round per link)."""
+
+
+def apply_all(graph: Graph, found: list[Rewrite], refind: Expand | None = None) -> tuple[Graph, int]:
+    """`graph` with as many of `found` (rewrites of `graph`, of one rule) applied as fit.
+
+    A match that overlaps an applied one, or reaches into its neighbourhood (where the
+    match's own conditions, such as a value's consumer count, may have changed), is
+    skipped; with `refind` (an `Expand` for this rule alone), the rule's matches around
+    the applied ones are then found again on the new graph and applied in a further round.
+    """
+    current, count = graph, 0
+    for _ in range(MAX_ROUNDS):
+        current, applied, touched, skipped = _apply_disjoint(current, found)
+        count += applied
+        if not (skipped and applied and refind is not None):
+            break
+        found = list(refind(current, frozenset(i for i in touched if i in current.nodes)))
+    return current, count
+
+
+def _apply_disjoint(graph: Graph, found: list[Rewrite]) -> tuple[Graph, int, set[int], bool]:
+    """Apply the rewrites that do not touch each other (each re-applied with
+    `Move.rebase` to the graph the earlier ones produced). Returns the graph, how many
+    applied, the nodes touched, and whether any were skipped for touching an applied one.
+
+    A rebased rewrite could close a cycle through the changed region; the result is
+    checked once, and only if it is cyclic is the work redone checking every step."""
+    result = _rebase_all(graph, found, check_each=False)
+    try:
+        result[0].structural_hash  # noqa: B018 - a cyclic graph has no topological order
+    except InvalidModelError:
+        result = _rebase_all(graph, found, check_each=True)
+    return result
+
+
+def _rebase_all(graph: Graph, found: list[Rewrite], *, check_each: bool) -> tuple[Graph, int, set[int], bool]:
+    current, touched, count, skipped = graph, set[int](), 0, False
+    for rewrite in found:
+        if not rewrite.removed.isdisjoint(touched):
+            skipped = True
+            continue
+        moved = rewrite if count == 0 else Move.of(graph, rewrite).rebase(current)
+        if moved is None or dangling_values(current, moved) or (check_each and _cyclic(moved.graph)):
+            continue
+        touched |= rewrite.removed | affected_nodes(current, moved.graph, moved)
+        current, count = moved.graph, count + 1
+    return current, count, touched, skipped
+
+
+def _cyclic(graph: Graph) -> bool:
+    try:
+        graph.structural_hash  # noqa: B018
+    except InvalidModelError:
+        return True
+    return False

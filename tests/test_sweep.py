@@ -1,0 +1,180 @@
+"""Rule sweeps judged on the whole model (`taso.search.sweep`), on toy chains."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from taso.ir import Graph
+from taso.report import StopReason
+from taso.search.sweep import Judgement, apply_all, sweep
+from tests.search_toys import Expander, OpWeights, chain, drop_identity, ops_of, swap
+
+WEIGHTS = OpWeights({"A": 3.0, "B": 1.0, "C": 2.0, "D": 5.0, "Id": 0.5, "E": 1.0})
+
+
+@dataclasses.dataclass
+class FakeJudge:
+    """Faster when `measure` (a stand-in for the device) gives the candidate a lower cost."""
+
+    measure: Callable[[Graph], float]
+    calls: list[tuple[list[str], list[str]]] = dataclasses.field(default_factory=list)
+
+    def __call__(self, current: Graph, candidate: Graph) -> Judgement:
+        self.calls.append((ops_of(current), ops_of(candidate)))
+        speedup = self.measure(current) / self.measure(candidate)
+        return Judgement(speedup, speedup >= 1.01)
+
+
+def listing(*matchers: Callable) -> Expander:
+    return Expander(matchers)
+
+
+def test_a_sweep_applies_every_match_of_the_rule_at_once() -> None:
+    judge = FakeJudge(WEIGHTS.cost)
+    expand = listing(swap("A", "B"))
+    result = sweep(chain("A", "C", "A", "A"), expand, judge, prior=WEIGHTS, time_budget_s=10, expand_rule=lambda _: expand)
+    assert ops_of(result.graph) == ["B", "C", "B", "B"]
+    assert result.applied == {"A->B": 3}
+    assert len(judge.calls) == 1  # one judgement for all three matches
+    assert result.stop_reason is StopReason.EXHAUSTED
+
+
+def test_the_judge_decides_not_the_prior() -> None:
+    # The prior says A->D is a loss and A->B a win; the device says the opposite.
+    device = OpWeights({"A": 3.0, "B": 4.0, "D": 1.0, "C": 2.0})
+    judge = FakeJudge(device.cost)
+    result = sweep(
+        chain("A", "C", "A"), listing(swap("A", "B"), swap("A", "D")), judge, prior=WEIGHTS, time_budget_s=10
+    )
+    assert ops_of(result.graph) == ["D", "C", "D"]
+    assert [s.rule_id for s in result.steps] == ["A->B", "A->D"]  # the prior's order...
+    assert [s.accepted for s in result.steps] == [False, True]  # ...the judge's verdicts
+
+
+def test_nothing_faster_returns_the_input_and_judges_each_rule_once() -> None:
+    judge = FakeJudge(lambda graph: 1.0)
+    graph = chain("A", "C", "A")
+    result = sweep(graph, listing(swap("A", "B"), swap("C", "E")), judge, prior=WEIGHTS, time_budget_s=10)
+    assert result.graph is graph
+    assert not result.applied
+    assert sorted(s.rule_id for s in result.steps) == ["A->B", "C->E"]
+    assert len(judge.calls) == 2
+
+
+def test_sweeps_chain_after_an_accepted_one() -> None:
+    # A->B makes B->E possible; both win on the device.
+    judge = FakeJudge(OpWeights({"A": 3.0, "B": 2.0, "E": 1.0, "C": 2.0}).cost)
+    result = sweep(chain("A", "C", "A"), listing(swap("A", "B"), swap("B", "E")), judge, prior=WEIGHTS, time_budget_s=10)
+    assert ops_of(result.graph) == ["E", "C", "E"]
+    assert result.applied == {"A->B": 2, "B->E": 2}
+
+
+def test_a_rejected_rule_is_not_judged_again_after_an_acceptance() -> None:
+    device = OpWeights({"A": 3.0, "B": 3.0, "C": 2.0, "E": 1.0})
+    judge = FakeJudge(device.cost)
+    result = sweep(chain("A", "C", "A"), listing(swap("A", "B"), swap("C", "E")), judge, prior=WEIGHTS, time_budget_s=10)
+    assert ops_of(result.graph) == ["A", "E", "A"]
+    assert [s.rule_id for s in result.steps].count("A->B") == 1
+
+
+def test_zero_budget_judges_nothing() -> None:
+    judge = FakeJudge(WEIGHTS.cost)
+    graph = chain("A", "A")
+    result = sweep(graph, listing(swap("A", "B")), judge, prior=WEIGHTS, time_budget_s=0)
+    assert result.graph is graph and not judge.calls
+    assert result.stop_reason is StopReason.TIME_BUDGET
+
+
+def test_apply_all_skips_overlapping_matches() -> None:
+    # Id Id C: drop-id matches (Id0, Id1) and (Id1, C); they share Id1, only one applies.
+    graph = chain("Id", "Id", "C")
+    found = list(listing(drop_identity)(graph, None))
+    assert len(found) == 2
+    swept, count = apply_all(graph, found)
+    assert count == 1
+    assert ops_of(swept) == ["Id", "C"]
+
+
+def test_apply_all_refinds_matches_next_to_applied_ones() -> None:
+    graph = chain("A", "A", "A", "A", "A")
+    expand = listing(swap("A", "B"))
+    found = list(expand(graph, None))
+    assert apply_all(graph, found)[1] == 3  # every other one: neighbours are skipped
+    swept, count = apply_all(graph, found, refind=expand)
+    assert count == 5 and ops_of(swept) == ["B"] * 5
+
+
+def test_sweeps_are_deterministic() -> None:
+    def run() -> list[str]:
+        judge = FakeJudge(WEIGHTS.cost)
+        rules = listing(swap("A", "B"), swap("C", "E"), swap("A", "D"))
+        return ops_of(sweep(chain("A", "C", "A", "C"), rules, judge, prior=WEIGHTS, time_budget_s=10).graph)
+
+    assert run() == run() == ["B", "E", "B", "E"]
+
+
+# --- the measuring judge and the sweep phase of optimize_onnx ---------------------------
+
+
+def _conv_graph() -> Graph:
+    from taso._onnx_import import import_model
+    from tests.models import conv_net
+
+    return import_model(conv_net())
+
+
+def _judge(graph: Graph):
+    from taso import backends
+    from taso._decide import MeasuredJudge
+    from taso._onnx_export import export_model
+
+    model = export_model(graph)
+    judge = MeasuredJudge.for_model(model, backends.make_inputs(model))
+    assert judge is not None
+    return judge
+
+
+def test_a_candidate_ort_refuses_is_not_faster(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
+    graph = _conv_graph()
+    relu = next(i for i, n in graph.nodes.items() if n.op_type == "Relu")
+    broken = graph.rewrite(remove=[relu], add=[dataclasses.replace(graph.nodes[relu], op_type="NoSuchOp", proto=None)])
+    assert _judge(graph)(graph, broken) == Judgement(0.0, False)
+
+
+def test_judgements_are_remembered(monkeypatch, tmp_path) -> None:
+    import taso._decide as decide
+
+    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
+    graph = _conv_graph()
+    relu = next(i for i, n in graph.nodes.items() if n.op_type == "Relu")
+    clip = graph.rewrite(remove=[relu], add=[dataclasses.replace(graph.nodes[relu], op_type="Abs", proto=None)])
+    judge = _judge(graph)
+    first = judge(graph, clip)
+    assert first.speedup > 0
+
+    def no_timing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a remembered judgement was measured again")
+
+    monkeypatch.setattr(decide, "measure_interleaved", no_timing)
+    assert judge(graph, clip) == first
+    assert _judge(graph)(graph, clip) == first  # a new judge, the same cache
+
+
+def test_optimize_sweeps_a_converter_model(tmp_path, monkeypatch) -> None:
+    """MobileNetV3 as converters emit it: the decomposed HardSwish sweep is judged whole."""
+    import taso
+    from benchmarks.models import Size, build_cached
+
+    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path / "cache"))
+    path = build_cached("mobilenetv3_converted", Size.SMALL, cache_dir=tmp_path)
+    report = taso.optimize_onnx(path, time_budget_s=6).report
+    judged = {s.rule_id: s for s in report.sweeps}
+    assert any(rule.startswith("cv-hard_swish") for rule in judged), judged
+    assert all(s.rewrites >= 1 and s.measured_speedup > 0 for s in report.sweeps)
+    kept = {s.rule_id: s.rewrites for s in report.sweeps if s.kept}
+    if report.decision is taso.Decision.OPTIMIZED:
+        assert kept.items() <= report.applied_rewrites.items()
+    assert report.check is taso.CheckStatus.PASSED
+    assert "sweeps: " in report.summary()
