@@ -177,7 +177,10 @@ def _plan_from_proto(model: onnx.ModelProto) -> _LoadPlan:
             "the ModelProto references external data that is not loaded; "
             "pass the model's path or load its external data first"
         )
-    return _LoadPlan(model.SerializeToString() + _ir_override(model.ir_version), None)
+    data = model.SerializeToString()
+    if model.ir_version > max_ir_version():  # the concatenation copies: only when needed
+        data += _ir_override(model.ir_version)
+    return _LoadPlan(data, None)
 
 
 @contextlib.contextmanager

@@ -5,15 +5,51 @@ An element passes when `|candidate - reference| <= atol + rtol * |reference|` (N
 exactly. Shape, dtype and missing outputs are reported as statuses, never raised.
 `max_rel_diff` is taken over elements whose reference is non-zero (zero references are
 covered by `atol`). `bit_identical` compares the raw bytes (so -0.0 != +0.0).
+
+`run_reference` runs the original once, before the candidate is built: then a large
+model's session (all its weights) and the candidate's folded weights are never in
+memory together.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+from taso.backends._session import ModelSource, run_model
+from taso.backends.inputs import make_inputs
+from taso.backends.profiles import ShapeProfile
+from taso.errors import BackendError
+
+
+@dataclass(frozen=True)
+class ReferenceRun:
+    """The original's outputs on random inputs, or the BackendError ORT raised instead."""
+
+    inputs: Mapping[str, np.ndarray] = field(default_factory=dict)
+    outputs: Mapping[str, np.ndarray] = field(default_factory=dict)
+    error: BackendError | None = None
+
+    def expected(self) -> Mapping[str, np.ndarray]:
+        """The reference outputs; raises the BackendError of a failed run."""
+        if self.error is not None:
+            raise self.error
+        return self.outputs
+
+
+def run_reference(model: ModelSource, *, profile: ShapeProfile | None = None) -> ReferenceRun:
+    """Make inputs for `model` and run it once; a BackendError is kept, not raised."""
+    try:
+        inputs = make_inputs(model, profile=profile)
+    except BackendError as error:
+        return ReferenceRun(error=error)
+    try:
+        return ReferenceRun(inputs, run_model(model, inputs))
+    except BackendError as error:
+        return ReferenceRun(inputs, error=error)
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,17 @@ enlarge a kernel) do not touch arrays during the search: they add nodes of the d
 `taso.internal` whose inputs are constants. Before export, each such node is evaluated
 once with its spec's NumPy semantics (the same semantics the axioms were checked
 against) and replaced by an initializer carrying the node's output name.
+
+The semantics compute in float64, so a whole 280 MB float32 weight would need over 1 GB
+of temporaries; broadcasting binary ops (the usual weight transforms: scale, merge) are
+therefore evaluated in slices of the leading axis, which gives the same values.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
@@ -15,6 +23,9 @@ from onnx import numpy_helper
 
 from taso.errors import VerificationError
 from taso.ir import INTERNAL_DOMAIN, Graph, Initializer, Node, TensorType
+
+if TYPE_CHECKING:
+    from taso.opspecs import OpSpec
 
 
 def has_internal_nodes(graph: Graph) -> bool:
@@ -35,7 +46,7 @@ def fold_constants(graph: Graph) -> Graph:
     for node_id in internal:
         node = graph.nodes[node_id]
         arrays = [_constant(graph, folded, name, node) for name in node.inputs]
-        outputs = spec_by_name(node.op_type).evaluate(arrays, dict(node.attributes))
+        outputs = _evaluate(spec_by_name(node.op_type), arrays, dict(node.attributes))
         del arrays
         for name in node.inputs:  # free intermediates once their last reader has run
             pending[name] -= 1
@@ -48,6 +59,34 @@ def fold_constants(graph: Graph) -> Graph:
             if pending.get(name, 0):
                 folded[name] = value
     return graph.rewrite(remove=internal, initializers=new_inits, types={i.name: i.type for i in new_inits})
+
+
+_BROADCASTING_BINARY = frozenset({"Add", "Sub", "Mul", "Div"})
+_SLICE_ELEMENTS = 1 << 22  # float64 temporaries of a slice: a few tens of MB
+
+
+def _evaluate(spec: OpSpec, arrays: Sequence[np.ndarray], params: Mapping[str, object]) -> list[np.ndarray]:
+    """`spec.evaluate`; a large broadcasting binary op slice by slice of its output's axis 0."""
+    if spec.name not in _BROADCASTING_BINARY or len(arrays) != 2:
+        return spec.evaluate(arrays, params)
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    if not shape or math.prod(shape) <= _SLICE_ELEMENTS:
+        return spec.evaluate(arrays, params)
+    rows = max(1, _SLICE_ELEMENTS // max(1, math.prod(shape[1:])))
+    out: np.ndarray | None = None
+    for start in range(0, shape[0], rows):
+        (piece,) = spec.evaluate([_rows(a, shape, start, start + rows) for a in arrays], params)
+        if out is None:
+            out = np.empty(shape, dtype=piece.dtype)
+        out[start : start + rows] = piece
+    return [out] if out is not None else spec.evaluate(arrays, params)
+
+
+def _rows(array: np.ndarray, shape: tuple[int, ...], start: int, stop: int) -> np.ndarray:
+    """The operand's part for output rows [start, stop): sliced unless it broadcasts along axis 0."""
+    if array.ndim == len(shape) and array.shape[0] == shape[0]:
+        return array[start:stop]
+    return array
 
 
 def _internal_reads(graph: Graph, internal: list[int]) -> dict[str, int]:

@@ -64,14 +64,14 @@ print(json.dumps({"seconds": time.perf_counter() - start,
 """
 
 
-_ANALYTICAL_LOADS_WEIGHTS = pytest.mark.xfail(
-    reason="AnalyticalCostModel.cost(graph) peaks at 6.4 GB (3.06x) on this 2.09 GiB model: it materializes "
-    "the external weights; budget 0 stays at 0.31x / 1.45x", strict=False)
+_CHECK_AFTER_EXPORT = pytest.mark.xfail(
+    reason="optimize_onnx exports the candidate (its folded 280 MB weight) before running the original for the "
+    "check, so both are in memory: 1.58x. Running the original first (backends.compare.run_reference, a change "
+    "in taso/api.py) gives 1.45x", strict=False)
 
 
 @pytest.mark.parametrize(("mode", "budget"), [
-    ("no-check", "0"), ("check", "0"),
-    pytest.param("no-check", "5", marks=_ANALYTICAL_LOADS_WEIGHTS), pytest.param("check", "5", marks=_ANALYTICAL_LOADS_WEIGHTS),
+    ("no-check", "0"), ("check", "0"), ("no-check", "5"), pytest.param("check", "5", marks=_CHECK_AFTER_EXPORT),
 ])
 @pytest.mark.slow
 def test_over_2gb_model_roundtrips_keeping_external_data(tmp_path: Path, mode: str, budget: str) -> None:
