@@ -156,23 +156,53 @@ def measure_interleaved(
 ) -> InterleavedTiming:
     """Time A and B alternately (order swapped every iteration) on the same inputs."""
     _check_counts(repeats, warmup)
-    config = _config(threads, spinning, providers)
-    first, second = _TimedSession(model_a, inputs, config), _TimedSession(model_b, inputs, config)
-    first.run_checked()
-    second.run_checked()
-    for _ in range(warmup):
-        first.run_once()
-        second.run_once()
-    a_samples, b_samples = [], []
-    with _quiet_gc():
-        for iteration in range(repeats):
-            if iteration % 2 == 0:
-                a_samples.append(first.run_once())
-                b_samples.append(second.run_once())
-            else:
-                b_samples.append(second.run_once())
-                a_samples.append(first.run_once())
-    return _interleaved(a_samples, b_samples)
+    pairs = InterleavedPairs(model_a, model_b, inputs, warmup=warmup, threads=threads, spinning=spinning, providers=providers)
+    pairs.extend(repeats)
+    return pairs.timing()
+
+
+class InterleavedPairs:
+    """Two sessions timed alternately, pair by pair, for as many pairs as the caller asks.
+
+    For sequential decisions: time a few pairs, look, time more if still undecided,
+    without building the sessions again.
+    """
+
+    def __init__(
+        self,
+        model_a: ModelSource,
+        model_b: ModelSource,
+        inputs: Mapping[str, np.ndarray],
+        *,
+        warmup: int = DEFAULT_WARMUP,
+        threads: int = 2,
+        spinning: Spinning = Spinning.OFF,
+        providers: tuple[Provider, ...] = ("CPUExecutionProvider",),
+    ):
+        config = _config(threads, spinning, providers)
+        self._first, self._second = _TimedSession(model_a, inputs, config), _TimedSession(model_b, inputs, config)
+        self._first.run_checked()
+        self._second.run_checked()
+        for _ in range(warmup):
+            self._first.run_once()
+            self._second.run_once()
+        self.a_ms: list[float] = []
+        self.b_ms: list[float] = []
+
+    def extend(self, pairs: int) -> None:
+        """Time `pairs` more pairs, alternating which model runs first."""
+        with _quiet_gc():
+            for _ in range(pairs):
+                if len(self.a_ms) % 2 == 0:
+                    self.a_ms.append(self._first.run_once())
+                    self.b_ms.append(self._second.run_once())
+                else:
+                    self.b_ms.append(self._second.run_once())
+                    self.a_ms.append(self._first.run_once())
+
+    def timing(self, since: int = 0) -> InterleavedTiming:
+        """The pairs timed so far, from pair `since` on."""
+        return _interleaved(self.a_ms[since:], self.b_ms[since:])
 
 
 def _interleaved(a_samples: list[float], b_samples: list[float]) -> InterleavedTiming:

@@ -20,9 +20,10 @@ import numpy as np
 import onnx
 
 from taso._onnx_export import export_model
-from taso.backends import InterleavedTiming, ModelSource, measure_interleaved, measure_latency
+from taso.backends import InterleavedTiming, ModelSource, measure_latency
 from taso.backends.cost_cache import CostCache, CostKey
 from taso.backends.ort_backends import OrtCpuBackend
+from taso.backends.timing import InterleavedPairs
 from taso.errors import BackendError
 from taso.ir import Graph
 from taso.search.sweep import Judgement
@@ -33,6 +34,7 @@ MIN_SPEEDUP = 1.01
 ROUND_SECONDS = 1.0
 MIN_PAIRS, MAX_PAIRS = 10, 400
 ROUNDS = 2
+PROBE_PAIRS = 3
 MIN_SIGN_Z = 2.33
 """Per round, the optimized model must win significantly more pairs than it loses
 (one-sided sign test, p < 0.01), besides a median speedup of `MIN_SPEEDUP`."""
@@ -54,9 +56,16 @@ def pairs_for(per_run_ms: float, seconds: float = ROUND_SECONDS) -> int:
 
 
 def decide(original: ModelSource, optimized: ModelSource, inputs: Mapping[str, np.ndarray]) -> Verdict:
-    probe = measure_latency(original, inputs, repeats=3, warmup=1)
-    repeats = pairs_for(probe.median_ms)
-    timings = [measure_interleaved(original, optimized, inputs, repeats=repeats) for _ in range(ROUNDS)]
+    """Two rounds on one pair of sessions (building a large model's session twice more
+    would cost seconds); the rounds are still separate windows of time, each judged alone."""
+    pairs = InterleavedPairs(original, optimized, inputs)
+    pairs.extend(PROBE_PAIRS)
+    repeats = pairs_for(float(np.median(pairs.a_ms)))
+    timings = []
+    for _ in range(ROUNDS):
+        begin = len(pairs.a_ms)
+        pairs.extend(repeats)
+        timings.append(pairs.timing(since=begin))
     return _verdict(timings)
 
 
@@ -131,19 +140,27 @@ def decide_cached(
 
 # --- the sweep's judge ------------------------------------------------------------------
 
-JUDGE_ROUND_SECONDS = 0.75
+JUDGE_LOOK_SECONDS = 0.4
+"""Pairs are timed in looks of about this long (at least `JUDGE_MIN_PAIRS` pairs)."""
+JUDGE_MIN_PAIRS = 10
+JUDGE_MAX_LOOKS = 4
 _JUDGEMENT_FIELDS = ("faster", "speedup")
-MAX_JUDGED_MS = 60.0
-"""Models slower than this per run are not judged end to end (a round would hold too
-few pairs to resolve anything); the sweep phase is skipped for them."""
+MAX_JUDGED_MS = 100.0
+"""Models slower than this per run are not judged end to end (a look would take over two
+seconds); the sweep phase is skipped for them."""
 
 
 @dataclass
 class MeasuredJudge:
-    """Judges a candidate graph against the current one by one interleaved round on ORT.
+    """Judges a candidate graph against the current one, interleaved on ORT, sequentially.
 
-    Faster means a median paired speedup of at least `MIN_SPEEDUP` and a significant
-    sign test (the same bar as each round of `decide`). A candidate ORT refuses is not
+    Pairs are timed in looks; after each look the verdict is: faster once the median
+    paired speedup is at least `MIN_SPEEDUP` with a significant sign test (the bar of
+    each round of `decide`); not faster as soon as the candidate measures slower, or
+    after `JUDGE_MAX_LOOKS` looks. A clear loser costs one short look, a small real gain
+    gets up to four looks' worth of pairs. (Looking repeatedly raises the chance that
+    noise passes, from 1% to a few percent at most; the final `decide` against the
+    original, two more rounds, still stands guard.) A candidate ORT refuses is not
     faster. Verdicts are cached like `decide_cached`'s, so re-runs are deterministic.
     """
 
@@ -158,7 +175,7 @@ class MeasuredJudge:
         return cls(inputs, probe) if probe <= MAX_JUDGED_MS else None
 
     def __call__(self, current: Graph, candidate: Graph) -> Judgement:
-        signature = _pair_signature(current, candidate, self.inputs, "judge/")
+        signature = _pair_signature(current, candidate, self.inputs, "judge-sequential/")
         cache, keys = CostCache(), _verdict_keys(signature, _JUDGEMENT_FIELDS)
         faster, speedup = cache.get(keys["faster"]), cache.get(keys["speedup"])
         if faster is not None and speedup is not None:
@@ -169,16 +186,19 @@ class MeasuredJudge:
         return judgement
 
     def _measure(self, current: Graph, candidate: Graph) -> Judgement:
+        look = max(JUDGE_MIN_PAIRS, pairs_for(self.per_run_ms, JUDGE_LOOK_SECONDS))
         try:
-            timing = measure_interleaved(
-                self._export(current), export_model(candidate), self.inputs,
-                repeats=pairs_for(self.per_run_ms, JUDGE_ROUND_SECONDS),
-            )
+            pairs = InterleavedPairs(self._export(current), export_model(candidate), self.inputs, warmup=2)
+            for _ in range(JUDGE_MAX_LOOKS):
+                pairs.extend(look)
+                speedup = 1.0 / pairs.timing().paired_ratio
+                if speedup >= MIN_SPEEDUP and sign_test_z(pairs.a_ms, pairs.b_ms) >= MIN_SIGN_Z:
+                    return Judgement(speedup, True)
+                if speedup < 1.0:
+                    break
         except BackendError:
             return Judgement(0.0, False)
-        speedup = 1.0 / timing.paired_ratio
-        significant = sign_test_z(timing.a.samples_ms, timing.b.samples_ms) >= MIN_SIGN_Z
-        return Judgement(speedup, significant and speedup >= MIN_SPEEDUP)
+        return Judgement(speedup, False)
 
     def _export(self, graph: Graph) -> onnx.ModelProto:
         key = graph.structural_hash

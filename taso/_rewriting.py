@@ -167,6 +167,8 @@ def run_search(
         for step in steps:
             speedup *= step.speedup if step.accepted else 1.0
     left = max(0.0, time_budget_s - reserve - (time.perf_counter() - started))
+    if left <= 0:  # the sweeps spent the budget
+        return _outcome(start, swept, StopReason.TIME_BUDGET, steps)
     result = search(start, expand, cost_model, alpha=alpha, time_budget_s=left, progress=progress)
     best, searched = result.graph, result.applied
     if sweeping is not None and swept and searched and not sweeping.judge(start, best).faster:
@@ -182,3 +184,7 @@ def run_search(
         predicted_best_ms=result.best_cost if searched or not swept else result.initial_cost,
         sweeps=steps,
     )
+
+
+def _outcome(graph: Graph, applied: Counter[str], reason: StopReason, steps: tuple[SweepStep, ...]) -> SearchOutcome:
+    return SearchOutcome(graph, dict(sorted(applied.items())), reason, explored=len(steps), sweeps=steps)

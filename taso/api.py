@@ -22,7 +22,7 @@ from pathlib import Path
 
 import onnx
 
-from taso._decide import MeasuredJudge, decide_cached
+from taso._decide import MIN_SPEEDUP, MeasuredJudge, decide_cached
 from taso._model_io import (
     LoadedModel,
     check_model,
@@ -104,7 +104,8 @@ def optimize_onnx(
         if outcome.applied:
             check_model(candidate)
     result = _check_and_choose(
-        loaded, graph, original, candidate, outcome, check=check, profile=profile, phases=phases, say=say, notes=notes
+        loaded, graph, original, candidate, outcome, check=check, profile=profile, phases=phases, say=say, notes=notes,
+        measured_costs=backend != "analytical",
     )
     if out_path is not None:
         with phases.time("write"):
@@ -226,7 +227,14 @@ def _check_and_choose(
     phases: _Phases,
     say: Callable[[str], None],
     notes: list[str],
+    measured_costs: bool,
 ) -> OptimizeResult:
+    """Check and measure the candidate; pick what to return.
+
+    With measured costs, a candidate whose predicted gain is under `MIN_SPEEDUP` is not
+    measured (the decision needs at least that in two rounds; on a ResNet-50 the two
+    rounds cost ~8 s): the original is returned, unchecked, saying so.
+    """
     from taso import backends
 
     notes = list(notes)
@@ -237,8 +245,10 @@ def _check_and_choose(
     decision = Decision.UNCHANGED
     if outcome.applied:
         decision = Decision.OPTIMIZED if check else Decision.UNCHECKED
+        if check and measured_costs and _predicted_gain(outcome) < MIN_SPEEDUP:
+            decision = Decision.NOT_PREDICTED_FASTER  # two rounds of >= 1.01x would be needed
     try:
-        if check:
+        if check and decision is not Decision.NOT_PREDICTED_FASTER:
             inputs = backends.make_inputs(runnable_original, profile=profile)
             with phases.time("check"):
                 say("checking outputs against the original on ONNX Runtime")
@@ -291,6 +301,14 @@ def _check_and_choose(
         sweeps=tuple(SweepRecord(s.rule_id, s.rewrites, s.speedup, s.accepted) for s in outcome.sweeps),
     )
     return OptimizeResult(model=chosen, report=report)
+
+
+def _predicted_gain(outcome: SearchOutcome) -> float:
+    """Predicted speedup of the search's result (sweeps count with their measured gain)."""
+    original, best = outcome.predicted_original_ms, outcome.predicted_best_ms
+    if not original or not best:
+        return float("inf")  # nothing predicted: let the measurement decide
+    return original / best
 
 
 class _CandidateRejected(Exception):

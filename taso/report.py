@@ -27,6 +27,7 @@ class Decision(enum.Enum):
     OPTIMIZED = "optimized model returned: measured faster"
     UNCHANGED = "original returned: no rewrite applied"
     NOT_FASTER = "original returned: the optimized model was not measurably faster"
+    NOT_PREDICTED_FASTER = "original returned: the search predicted under 1% gain, too little to measure"
     MISMATCH = "original returned: the optimized model's outputs differ"
     REJECTED = "original returned: ONNX Runtime refused the optimized model"
     UNMEASURED = "optimized model returned unmeasured: ONNX Runtime cannot run this model"

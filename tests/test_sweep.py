@@ -157,7 +157,7 @@ def test_judgements_are_remembered(monkeypatch, tmp_path) -> None:
     def no_timing(*args: object, **kwargs: object) -> None:
         raise AssertionError("a remembered judgement was measured again")
 
-    monkeypatch.setattr(decide, "measure_interleaved", no_timing)
+    monkeypatch.setattr(decide, "InterleavedPairs", no_timing)
     assert judge(graph, clip) == first
     assert _judge(graph)(graph, clip) == first  # a new judge, the same cache
 
