@@ -42,12 +42,16 @@ class Judgement:
 
     speedup: float
     faster: bool
+    complete: bool = True
+    """False when the deadline cut the judgement short (it then says: not faster)."""
 
 
 class Judge(Protocol):
-    """Compares two whole graphs end to end (for ORT: run interleaved, see `taso._decide`)."""
+    """Compares two whole graphs end to end (for ORT: run interleaved, see `taso._decide`).
 
-    def __call__(self, current: Graph, candidate: Graph) -> Judgement: ...
+    `deadline` (a `time.perf_counter()` value) bounds the time the judgement may take."""
+
+    def __call__(self, current: Graph, candidate: Graph, deadline: float) -> Judgement: ...
 
 
 @dataclass(frozen=True)
@@ -98,16 +102,19 @@ def sweep(
     current, applied, steps, judged = graph, Counter[str](), [], set[str]()
     reason, judge_s = StopReason.EXHAUSTED, 0.0
     while True:
-        if time.perf_counter() + judge_s >= deadline:
+        if time.perf_counter() >= deadline:
             reason = StopReason.TIME_BUDGET
             break
         accepted = None
         for candidate in _ordered(current, expand, expand_rule, prior, skip=judged):
-            if time.perf_counter() + judge_s >= deadline:  # no time for another judgement
+            asked = time.perf_counter()
+            if asked >= deadline:
+                break
+            verdict = judge(current, candidate.graph, deadline)
+            if not verdict.complete:  # no time left to judge it
+                deadline = asked
                 break
             judged.add(candidate.rule_id)
-            asked = time.perf_counter()
-            verdict = judge(current, candidate.graph)
             judge_s = max(judge_s, time.perf_counter() - asked)
             steps.append(
                 SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta, verdict.speedup, verdict.faster)
@@ -118,7 +125,7 @@ def sweep(
                 accepted = candidate
                 break
         if accepted is None:
-            if time.perf_counter() + judge_s >= deadline:
+            if time.perf_counter() >= deadline:
                 reason = StopReason.TIME_BUDGET
             break
         current = accepted.graph

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -174,22 +175,30 @@ class MeasuredJudge:
         probe = measure_latency(model, inputs, repeats=3, warmup=1).median_ms
         return cls(inputs, probe) if probe <= MAX_JUDGED_MS else None
 
-    def __call__(self, current: Graph, candidate: Graph) -> Judgement:
+    def __call__(self, current: Graph, candidate: Graph, deadline: float = math.inf) -> Judgement:
         signature = _pair_signature(current, candidate, self.inputs, "judge-sequential/")
         cache, keys = CostCache(), _verdict_keys(signature, _JUDGEMENT_FIELDS)
         faster, speedup = cache.get(keys["faster"]), cache.get(keys["speedup"])
         if faster is not None and speedup is not None:
             return Judgement(speedup, bool(faster))
-        judgement = self._measure(current, candidate)
-        cache.put(keys["faster"], float(judgement.faster))
-        cache.put(keys["speedup"], judgement.speedup)
+        judgement = self._measure(current, candidate, deadline)
+        if judgement.complete:
+            cache.put(keys["faster"], float(judgement.faster))
+            cache.put(keys["speedup"], judgement.speedup)
         return judgement
 
-    def _measure(self, current: Graph, candidate: Graph) -> Judgement:
+    def _measure(self, current: Graph, candidate: Graph, deadline: float) -> Judgement:
+        """Look after look until the verdict is clear; incomplete if the next look (or,
+        at the start, the sessions plus one look) would end past `deadline`."""
         look = max(JUDGE_MIN_PAIRS, pairs_for(self.per_run_ms, JUDGE_LOOK_SECONDS))
+        look_s = 2 * look * self.per_run_ms / 1000
+        if time.perf_counter() + 2 * look_s > deadline:
+            return Judgement(1.0, False, complete=False)
         try:
             pairs = InterleavedPairs(self._export(current), export_model(candidate), self.inputs, warmup=2)
             for _ in range(JUDGE_MAX_LOOKS):
+                if time.perf_counter() + look_s > deadline:
+                    return Judgement(1.0, False, complete=False)
                 pairs.extend(look)
                 speedup = 1.0 / pairs.timing().paired_ratio
                 if speedup >= MIN_SPEEDUP and sign_test_z(pairs.a_ms, pairs.b_ms) >= MIN_SIGN_Z:

@@ -171,7 +171,7 @@ def run_search(
         return _outcome(start, swept, StopReason.TIME_BUDGET, steps)
     result = search(start, expand, cost_model, alpha=alpha, time_budget_s=left, progress=progress)
     best, searched = result.graph, result.applied
-    if sweeping is not None and swept and searched and not sweeping.judge(start, best).faster:
+    if sweeping is not None and swept and searched and not sweeping.judge(start, best, started + time_budget_s).faster:
         best, searched = start, Counter[str]()
     applied = swept + searched
     initial = None if result.initial_cost is None else result.initial_cost * speedup

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import time
 from collections.abc import Callable
 
 from taso.ir import Graph
@@ -20,7 +22,7 @@ class FakeJudge:
     measure: Callable[[Graph], float]
     calls: list[tuple[list[str], list[str]]] = dataclasses.field(default_factory=list)
 
-    def __call__(self, current: Graph, candidate: Graph) -> Judgement:
+    def __call__(self, current: Graph, candidate: Graph, deadline: float) -> Judgement:
         self.calls.append((ops_of(current), ops_of(candidate)))
         speedup = self.measure(current) / self.measure(candidate)
         return Judgement(speedup, speedup >= 1.01)
@@ -140,7 +142,7 @@ def test_a_candidate_ort_refuses_is_not_faster(monkeypatch, tmp_path) -> None:
     graph = _conv_graph()
     relu = next(i for i, n in graph.nodes.items() if n.op_type == "Relu")
     broken = graph.rewrite(remove=[relu], add=[dataclasses.replace(graph.nodes[relu], op_type="NoSuchOp", proto=None)])
-    assert _judge(graph)(graph, broken) == Judgement(0.0, False)
+    assert _judge(graph)(graph, broken, math.inf) == Judgement(0.0, False)
 
 
 def test_judgements_are_remembered(monkeypatch, tmp_path) -> None:
@@ -151,15 +153,15 @@ def test_judgements_are_remembered(monkeypatch, tmp_path) -> None:
     relu = next(i for i, n in graph.nodes.items() if n.op_type == "Relu")
     clip = graph.rewrite(remove=[relu], add=[dataclasses.replace(graph.nodes[relu], op_type="Abs", proto=None)])
     judge = _judge(graph)
-    first = judge(graph, clip)
+    first = judge(graph, clip, math.inf)
     assert first.speedup > 0
 
     def no_timing(*args: object, **kwargs: object) -> None:
         raise AssertionError("a remembered judgement was measured again")
 
     monkeypatch.setattr(decide, "InterleavedPairs", no_timing)
-    assert judge(graph, clip) == first
-    assert _judge(graph)(graph, clip) == first  # a new judge, the same cache
+    assert judge(graph, clip, math.inf) == first
+    assert _judge(graph)(graph, clip, math.inf) == first  # a new judge, the same cache
 
 
 def test_optimize_sweeps_a_converter_model(tmp_path, monkeypatch) -> None:
@@ -178,3 +180,24 @@ def test_optimize_sweeps_a_converter_model(tmp_path, monkeypatch) -> None:
         assert kept.items() <= report.applied_rewrites.items()
     assert report.check is taso.CheckStatus.PASSED
     assert "sweeps: " in report.summary()
+
+
+def test_a_judgement_cut_short_by_the_deadline_is_not_remembered(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
+    graph = _conv_graph()
+    relu = next(i for i, n in graph.nodes.items() if n.op_type == "Relu")
+    other = graph.rewrite(remove=[relu], add=[dataclasses.replace(graph.nodes[relu], op_type="Abs", proto=None)])
+    judge = _judge(graph)
+    late = judge(graph, other, time.perf_counter())
+    assert not late.complete and not late.faster
+    assert judge(graph, other, math.inf).complete  # measured now: nothing was cached
+
+
+def test_an_incomplete_judgement_ends_the_sweep_without_marking_the_rule() -> None:
+    graph = chain("A", "C")
+    steps = sweep(
+        graph, listing(swap("A", "B")), lambda current, candidate, deadline: Judgement(1.0, False, complete=False),
+        prior=WEIGHTS, time_budget_s=10,
+    )
+    assert steps.graph is graph and not steps.steps
+    assert steps.stop_reason is StopReason.TIME_BUDGET
