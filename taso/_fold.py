@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import TensorProto, numpy_helper
 
 from taso.errors import VerificationError
 from taso.ir import INTERNAL_DOMAIN, Graph, Initializer, Node, TensorType
@@ -111,12 +112,41 @@ def _constant(graph: Graph, folded: dict[str, np.ndarray], name: str, node: Node
         raise VerificationError(f"weight transform {node.op_type} reads '{name}', which is not a constant")
     init = graph.initializers.get(name)
     if init is not None:
-        return init.array()
+        return _read_external(init) if init.is_external else init.array()
     producer = graph.nodes[graph.producers[name][0]]
     value = producer.attr("value")
     if producer.op_type == "Constant" and isinstance(value, onnx.AttributeProto):
         return numpy_helper.to_array(value.t)
     raise VerificationError(f"weight transform {node.op_type} reads '{name}', whose value cannot be read")
+
+
+_RAW_TYPES = frozenset({
+    TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BOOL,
+    TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64,
+    TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64,
+})
+
+
+def _read_external(init: Initializer) -> np.ndarray:
+    """An external tensor read straight into its array (onnx's loader holds the bytes twice).
+
+    Only the plain case: a numeric type whose raw bytes are the array, a relative location
+    inside the model's folder, offset and length within the file; anything else goes
+    through `Initializer.array()` (onnx's loader, with its own checks and messages).
+    """
+    info = {entry.key: entry.value for entry in init.proto.external_data}
+    location, folder = Path(info.get("location", "")), Path(init.base_dir or ".")
+    path = folder / location
+    dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(init.proto.data_type)).newbyteorder("<")
+    count = math.prod(init.proto.dims)
+    offset, length = int(info.get("offset", 0)), int(info.get("length", count * dtype.itemsize))
+    plain = (
+        init.proto.data_type in _RAW_TYPES and not location.is_absolute() and ".." not in location.parts
+        and not path.is_symlink() and path.is_file() and length == count * dtype.itemsize and offset + length <= path.stat().st_size
+    )
+    if not plain:
+        return init.array()
+    return np.fromfile(path, dtype=dtype, count=count, offset=offset).reshape(tuple(init.proto.dims))
 
 
 def _typed(graph: Graph, name: str, array: np.ndarray) -> np.ndarray:

@@ -75,3 +75,36 @@ def test_session_bytes_get_an_ir_suffix_only_when_needed() -> None:
     newer = _add_model(ir_version=_session.max_ir_version() + 1)
     data = _session._plan_from_proto(newer).data
     assert isinstance(data, bytes) and onnx.load_from_string(data).ir_version == _session.max_ir_version()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.bool_, np.uint8])
+def test_external_weights_read_for_folding_equal_onnx_loader(tmp_path, dtype) -> None:
+    from taso.ir import Initializer, TensorType
+
+    values = [np.arange(k, k + 24).reshape(2, 3, 4).astype(dtype) for k in (0, 50)]
+    tensors = [onnx.numpy_helper.from_array(v, f"w{i}") for i, v in enumerate(values)]
+    model = _add_model()
+    model.graph.initializer.extend(tensors)
+    onnx.save_model(model, tmp_path / "m.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="m.data", size_threshold=0)
+    stored = onnx.load(str(tmp_path / "m.onnx"), load_external_data=False)
+    for proto, want in zip(stored.graph.initializer, values, strict=True):
+        init = Initializer(proto.name, TensorType(proto.data_type, want.shape), proto, str(tmp_path))
+        got = fold._read_external(init)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got, init.array())
+
+
+def test_external_weights_outside_the_model_folder_go_through_onnx_checks(tmp_path) -> None:
+    from taso.ir import Initializer, TensorType
+
+    proto = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2])
+    proto.data_location = TensorProto.EXTERNAL
+    entry = proto.external_data.add()
+    entry.key, entry.value = "location", "../outside.data"
+    (tmp_path / "outside.data").write_bytes(np.ones(2, np.float32).tobytes())
+    folder = tmp_path / "model"
+    folder.mkdir()
+    with pytest.raises(Exception, match="outside|\\.\\.|directory|path"):
+        fold._read_external(Initializer("w", TensorType(TensorProto.FLOAT, (2,)), proto, str(folder)))
