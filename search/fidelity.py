@@ -2,11 +2,16 @@
 
     python -m taso.search.fidelity MODEL.onnx [--candidates 24] [--hops 1] [--shapes ...]
 
-Candidates are made from the model by chains of 1-4 random structure-preserving variant
-rewrites (`taso.search._variants`: conv splitting, relu as max, double relu, identity
-insertion: honest stand-ins until the verified rules are wired in). Each candidate's
-cost is predicted the way the search does it: the input graph's measured cost, then
-`cost_after` along the chain. Every candidate is then measured end to end on ORT CPU,
+    python -m taso.search.fidelity MODEL.onnx --rules [--candidates 24]
+
+Candidates are made from the model in one of two ways. By default, chains of 1-4 random
+structure-preserving variant rewrites (`taso.search._variants`: conv splitting, relu as
+max, double relu, identity insertion). With `--rules`, from the shipped proved rules as
+the search uses them: each candidate applies a random share of the matches of one or two
+random rules (partial sweeps), so candidates differ by whole-model amounts rather than
+by one rewrite's fraction of a percent, which end-to-end timing cannot resolve. Each
+candidate's cost is predicted the way the search does it: the input graph's measured
+cost, then `cost_after` along the chain of rewrites. Every candidate is then measured end to end on ORT CPU,
 each interleaved with the input graph (spinning off; see `measure_all`), and the
 Spearman rank correlation between predicted and measured latency is reported (target >= 0.9).
 """
@@ -24,6 +29,7 @@ import numpy as np
 from taso.ir import Graph
 from taso.search._variants import all_variants
 from taso.search.cost import CostModel
+from taso.search.rewrite import Expand, Move, Rewrite, affected_nodes, dangling_values
 
 MIN_CANDIDATES = 20
 
@@ -51,8 +57,11 @@ class FidelityReport:
         return "\n".join(rows)
 
 
-def make_candidates(graph: Graph, model: CostModel, *, count: int = 24, seed: int = 0, max_chain: int = 4) -> list[Candidate]:
-    """The input graph plus distinct random variant chains, each priced incrementally."""
+def make_candidates(
+    graph: Graph, model: CostModel, *, count: int = 24, seed: int = 0, max_chain: int = 4, expand: Expand | None = None,
+) -> list[Candidate]:
+    """The input graph plus distinct random candidates, each priced incrementally:
+    variant chains, or with `expand` (the rule matcher) partial rule sweeps."""
     rng = random.Random(seed)
     root_cost = model.cost(graph)
     found = [Candidate(graph, (), root_cost)]
@@ -60,18 +69,54 @@ def make_candidates(graph: Graph, model: CostModel, *, count: int = 24, seed: in
     for _ in range(count * 20):
         if len(found) >= count:
             break
-        current, cost, rules = graph, root_cost, []
-        for _ in range(rng.randint(1, max_chain)):
-            options = list(all_variants(current))
-            if not options:
-                break
-            rewrite = rng.choice(options)
-            cost = model.cost_after(current, cost, rewrite)
-            current, rules = rewrite.graph, [*rules, rewrite.rule_id]
+        if expand is None:
+            current, cost, rules = _variant_chain(graph, root_cost, model, rng, max_chain)
+        else:
+            current, cost, rules = _partial_sweeps(graph, root_cost, model, rng, expand)
         if current.structural_hash not in seen:
             seen.add(current.structural_hash)
             found.append(Candidate(current, tuple(rules), cost))
     return found
+
+
+def _variant_chain(
+    graph: Graph, cost: float, model: CostModel, rng: random.Random, max_chain: int
+) -> tuple[Graph, float, list[str]]:
+    current, rules = graph, []
+    for _ in range(rng.randint(1, max_chain)):
+        options = list(all_variants(current))
+        if not options:
+            break
+        rewrite = rng.choice(options)
+        cost = model.cost_after(current, cost, rewrite)
+        current, rules = rewrite.graph, [*rules, rewrite.rule_id]
+    return current, cost, rules
+
+
+def _partial_sweeps(
+    graph: Graph, cost: float, model: CostModel, rng: random.Random, expand: Expand
+) -> tuple[Graph, float, list[str]]:
+    """A random share of the matches of one or two random rules, priced one by one."""
+    current, rules = graph, []
+    for _ in range(rng.randint(1, 2)):
+        by_rule: dict[str, list[Rewrite]] = {}
+        for rewrite in expand(current, None):
+            by_rule.setdefault(rewrite.rule_id, []).append(rewrite)
+        if not by_rule:
+            break
+        rule = rng.choice(sorted(by_rule))
+        found = by_rule[rule]
+        rng.shuffle(found)
+        base, touched, applied = current, set[int](), 0
+        for rewrite in found[: rng.randint(1, len(found))]:
+            moved = Move.of(base, rewrite).rebase(current) if rewrite.removed.isdisjoint(touched) else None
+            if moved is None or dangling_values(current, moved):
+                continue
+            touched |= rewrite.removed | affected_nodes(current, moved.graph, moved)
+            cost = model.cost_after(current, cost, moved)
+            current, applied = moved.graph, applied + 1
+        rules.append(f"{rule} x{applied}")
+    return current, cost, rules
 
 
 def measure_all(graphs: Sequence[Graph], *, shapes_of: object, repeats: int = 60, threads: int = 2) -> list[float]:
@@ -114,9 +159,11 @@ def _ranks(values: Sequence[float]) -> np.ndarray:
     return ranks
 
 
-def fidelity(graph: Graph, model: object, *, count: int = 24, seed: int = 0, repeats: int = 60) -> FidelityReport:
+def fidelity(
+    graph: Graph, model: object, *, count: int = 24, seed: int = 0, repeats: int = 60, expand: Expand | None = None,
+) -> FidelityReport:
     """Rank correlation of `model`'s predictions (a MeasuredCostModel or AnalyticalCostModel)."""
-    candidates = make_candidates(graph, model, count=count, seed=seed)  # type: ignore[arg-type]
+    candidates = make_candidates(graph, model, count=count, seed=seed, expand=expand)  # type: ignore[arg-type]
     shapes = model.shapes_for(graph).shape  # type: ignore[attr-defined]
     measured = measure_all([c.graph for c in candidates], shapes_of=shapes, repeats=repeats)
     return FidelityReport(tuple(candidates), tuple(measured), spearman([c.predicted for c in candidates], measured))
@@ -132,9 +179,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shapes", default=None, help="e.g. input=1x3x224x224,batch=1")
     parser.add_argument("--analytical", action="store_true", help="judge the analytical model instead")
     parser.add_argument("--no-cache", action="store_true", help="measure every region afresh")
+    parser.add_argument("--rules", action="store_true", help="candidates from the shipped proved rules (partial sweeps)")
     args = parser.parse_args(argv)
     graph, model = _setup(args)
-    report = fidelity(graph, model, count=max(args.candidates, MIN_CANDIDATES), seed=args.seed, repeats=args.repeats)
+    expand = None
+    if args.rules:
+        from taso._rewriting import default_rules, make_expand
+
+        expand = make_expand(default_rules())
+    report = fidelity(
+        graph, model, count=max(args.candidates, MIN_CANDIDATES), seed=args.seed, repeats=args.repeats, expand=expand
+    )
     print(report.table())
     records = getattr(model, "records", [])
     if records:

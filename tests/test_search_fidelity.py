@@ -33,3 +33,18 @@ def test_cli_reports_a_correlation(tmp_path, capsys) -> None:
     onnx.save(conv_net(channels=16), path)
     assert main([str(path), "--analytical", "--candidates", "20", "--repeats", "3"]) == 0
     assert "spearman rank correlation" in capsys.readouterr().out
+
+
+def test_rule_candidates_are_partial_sweeps_priced_rewrite_by_rewrite() -> None:
+    from benchmarks.models import MODELS, Size
+    from taso._rewriting import default_rules, make_expand
+
+    graph = import_model(MODELS["mobilenetv3_converted"].build(Size.SMALL))
+    model = AnalyticalCostModel()
+    candidates = make_candidates(graph, model, count=8, seed=1, expand=make_expand(default_rules()))
+    assert len(candidates) == 8 and candidates[0].rules == ()
+    assert len({c.graph.structural_hash for c in candidates}) == 8
+    for candidate in candidates[1:]:
+        assert all(" x" in rule for rule in candidate.rules)
+        # the analytical model is exactly incremental: pricing along the chain = pricing the result
+        assert candidate.predicted == pytest.approx(model.cost(candidate.graph), rel=1e-9)
