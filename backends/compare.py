@@ -8,7 +8,8 @@ covered by `atol`). `bit_identical` compares the raw bytes (so -0.0 != +0.0).
 
 `run_reference` runs the original once, before the candidate is built: then a large
 model's session (all its weights) and the candidate's folded weights are never in
-memory together.
+memory together. `runnable` gives ORT an optimized model whose unchanged weights are
+still the input's external data files, with the folder they are in.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+import onnx
 
-from taso.backends._session import ModelSource, run_model
+from taso.backends._session import ModelSource, ModelWithData, run_model
 from taso.backends.inputs import make_inputs
 from taso.backends.profiles import ShapeProfile
 from taso.errors import BackendError
@@ -38,6 +41,13 @@ class ReferenceRun:
         if self.error is not None:
             raise self.error
         return self.outputs
+
+
+def runnable(model: onnx.ModelProto, base_dir: str | Path) -> ModelSource:
+    """`model` as ORT can load it: with the folder of its external data, if it has any."""
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer):
+        return ModelWithData(model, Path(base_dir or "."))
+    return model
 
 
 def run_reference(model: ModelSource, *, profile: ShapeProfile | None = None) -> ReferenceRun:

@@ -76,14 +76,57 @@ def _check_versions(model: onnx.ModelProto) -> None:
 
 
 def check_model(model: onnx.ModelProto, *, path: Path | None = None) -> None:
-    """onnx.checker full check; by path when the proto is too large to serialize."""
+    """onnx.checker full check; by path when the proto is too large to serialize.
+
+    A proto with external data and no path (an optimized model whose weights are still the
+    input's files) is checked as `_with_weights_as_inputs`: the checker would look for the
+    data files relative to the working directory, and the files were checked with the input.
+    """
     try:
         if path is not None and (model.ByteSize() > _PROTO_LIMIT or has_external_data(model)):
             onnx.checker.check_model(str(path), full_check=True)
+        elif has_external_data(model):
+            onnx.checker.check_model(_with_weights_as_inputs(model), full_check=True)
         else:
             onnx.checker.check_model(model, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError, ValueError) as exc:
         raise InvalidModelError(f"the model fails the ONNX checker: {_first_line(exc)}") from None
+
+
+def _with_weights_as_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with its external and large initializers declared as graph inputs instead.
+
+    Nodes, small initializers (shapes, axes: what shape inference reads), types and opsets
+    are kept, so the full check and strict shape inference see the same graph; external
+    files are not read (they were checked with the input) and large arrays are not copied.
+    """
+    twin = onnx.ModelProto()
+    for descriptor, value in model.ListFields():
+        if descriptor.name != "graph":
+            _copy_field(twin, descriptor, value)
+    for descriptor, value in model.graph.ListFields():
+        if descriptor.name != "initializer":
+            _copy_field(twin.graph, descriptor, value)
+    declared = {value.name for value in model.graph.input}
+    for tensor in model.graph.initializer:
+        if tensor.data_location != onnx.TensorProto.EXTERNAL and tensor.ByteSize() < _INLINE_CHECK_BYTES:
+            twin.graph.initializer.append(tensor)
+        elif tensor.name not in declared:
+            twin.graph.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims))
+    return twin
+
+
+_INLINE_CHECK_BYTES = 1 << 20
+
+
+def _copy_field(target: object, descriptor: object, value: object) -> None:
+    name = descriptor.name  # type: ignore[attr-defined]
+    if descriptor.is_repeated:  # type: ignore[attr-defined]
+        getattr(target, name).extend(value)  # type: ignore[arg-type]
+    elif descriptor.message_type is not None:  # type: ignore[attr-defined]
+        getattr(target, name).CopyFrom(value)
+    else:
+        setattr(target, name, value)
 
 
 def has_external_data(model: onnx.ModelProto) -> bool:
