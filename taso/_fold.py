@@ -142,7 +142,7 @@ def _read_external(init: Initializer) -> np.ndarray:
     offset, length = int(info.get("offset", 0)), int(info.get("length", count * dtype.itemsize))
     plain = (
         init.proto.data_type in _RAW_TYPES and not location.is_absolute() and ".." not in location.parts
-        and not path.is_symlink() and path.is_file() and length == count * dtype.itemsize and offset + length <= path.stat().st_size
+        and path.resolve().is_relative_to(folder.resolve()) and path.is_file() and length == count * dtype.itemsize and offset + length <= path.stat().st_size
     )
     if not plain:
         return init.array()
