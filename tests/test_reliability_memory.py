@@ -108,3 +108,9 @@ def test_external_weights_outside_the_model_folder_go_through_onnx_checks(tmp_pa
     folder.mkdir()
     with pytest.raises(Exception, match="outside|\\.\\.|directory|path"):
         fold._read_external(Initializer("w", TensorType(TensorProto.FLOAT, (2,)), proto, str(folder)))
+
+
+def test_run_outputs_own_their_memory() -> None:
+    """ORT's output arrays can wrap its buffers, which keeps the session's arena alive."""
+    outputs = _session.run_model(_add_model(), {"x": np.ones(2, np.float32)})
+    assert all(value.base is None for value in outputs.values())
