@@ -1,5 +1,9 @@
 """A model over 2 GB (external data) round-trips without being held whole in memory.
 
+Peak RSS is compared with the size of the weights (2.24 GB = 2.09 GiB). With the check on,
+the floor is about 1.43x: ORT holds every weight, the 280 MB input and two 280 MB
+intermediates while it runs the original.
+
 Slow (writes ~2.2 GB twice): `python -m pytest -m slow tests/test_large_model.py -s`
 prints peak memory against model size.
 """
@@ -86,7 +90,10 @@ def test_over_2gb_model_roundtrips_keeping_external_data(tmp_path: Path, mode: s
     print(f"\n{mode}, budget {budget} s, applied {figures['applied']}: model {size / 2**30:.2f} GiB, peak RSS {figures['peak_rss_bytes'] / 2**30:.2f} GiB "
           f"({figures['peak_rss_bytes'] / size:.2f}x), {figures['seconds']:.1f} s, check {figures['check']}")
     written = onnx.load(str(out_dir / "big.onnx"), load_external_data=False)
-    assert all(t.data_location == TensorProto.EXTERNAL for t in written.graph.initializer)
+    # the input's weights stay external; a folded weight may be inline when the model fits one file
+    inputs_weights = [t for t in written.graph.initializer if t.name in {f"w{k}" for k in range(CHUNKS)}]
+    assert all(t.data_location == TensorProto.EXTERNAL for t in inputs_weights)
+    assert (out_dir / "big.onnx").stat().st_size < 2**31
     if budget == "0":
         assert (out_dir / "big.onnx.data").stat().st_size == size
     assert figures["peak_rss_bytes"] <= 1.5 * size
