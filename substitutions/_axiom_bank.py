@@ -137,14 +137,24 @@ def guarded_instances(axiom: Axiom, shapes: tuple[tuple[int, ...], ...]) -> list
     out: dict[str, z3.BoolRef] = {}
     configs = {repr(sorted(c.params.items())): c.params for c in axiom.configs}
     for assignment in itertools.product(shapes, repeat=len(axiom.inputs)):
-        shape_map = dict(zip(axiom.inputs, assignment, strict=True))
         for key in sorted(configs):
-            formula = _guarded(axiom, shape_map, dict(configs[key]))
-            if formula is not None:
-                out.setdefault(str(formula), formula)
+            instance = _instance(axiom.name, assignment, key)
+            if instance is not None:
+                out.setdefault(*instance)
             if len(out) >= MAX_GUARDED_INSTANCES:
                 return [out[k] for k in sorted(out)]
     return [out[k] for k in sorted(out)]
+
+
+@functools.cache
+def _instance(name: str, assignment: tuple[tuple[int, ...], ...], config: str
+              ) -> tuple[str, z3.BoolRef] | None:
+    """One guarded instance and its text (the sort key), built once per process: goals of
+    one universe share a few shapes, and printing a Z3 formula costs more than proving."""
+    axiom = find_axiom(name)
+    params = next(c.params for c in axiom.configs if repr(sorted(c.params.items())) == config)
+    formula = _guarded(axiom, dict(zip(axiom.inputs, assignment, strict=True)), dict(params))
+    return None if formula is None else (str(formula), formula)
 
 
 def _guarded(axiom: Axiom, shape_map: dict, params: dict) -> z3.BoolRef | None:
