@@ -3,13 +3,17 @@
 Per universe: pass 1 enumerates every graph in worker processes (tasks = first nodes,
 results merged in task order) and counts fingerprint keys only, so memory stays small;
 pass 2 re-enumerates and keeps the graphs whose key is shared. A second evaluation (other
-prime, seed and hash key) confirms each pair, pruning removes redundant pairs, each
-survivor is proved with Z3 under a deterministic resource limit (rlimit), generalized to a parametric rule where the
-proof allows, and checked numerically. The output is independent of the worker count.
+prime, seed and hash key) confirms each pair. Pairs are then proved in rounds of
+increasing size (`_gen_pairs.Rounds`): pruning removes the pairs that smaller proved rules
+already imply, each survivor is proved with Z3 under a deterministic resource limit
+(rlimit), generalized to a parametric rule where the proof allows, and checked
+numerically. One process pool serves every proof of a run. The output is independent of
+the worker count.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -17,16 +21,17 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from multiprocessing.pool import Pool
 
 from tqdm import tqdm
 
 from taso.opspecs import all_specs
 from taso.substitutions import _enumerate as en
 from taso.substitutions._fingerprint import PRIMES, FieldEvaluator
+from taso.substitutions._gen_pairs import Evaluated, Rounds, equal_classes
 from taso.substitutions._gen_rules import exactness_of, generalize, pair_rule
 from taso.substitutions._gen_universes import select
 from taso.substitutions._prove import DEFAULT_RLIMIT, SOLVER, prove
-from taso.substitutions._prune import canonical_pair, has_common_subgraph, has_common_supergraph
 from taso.substitutions._witness import check_witness, witness_configs
 from taso.substitutions.rule import Proof, ProofStatus, Rule, RuleLibrary
 
@@ -88,14 +93,6 @@ def _pool_map(fn: Callable, items: list, settings: Settings, initargs: tuple,
 # ----- pipeline -------------------------------------------------------------------------
 
 
-@dataclass
-class _Evaluated:
-    graph: en.Graph
-    key: bytes
-    confirm: bytes
-    digests: dict[int, bytes]
-
-
 def _evaluate(universe: en.Universe, graph: en.Graph, ev: FieldEvaluator, seed: int
               ) -> tuple[bytes, dict[int, bytes]]:
     state = en.initial_state(universe, ev, seed)
@@ -114,7 +111,7 @@ def _leaf_graphs(universe: en.Universe) -> list[en.Graph]:
 
 
 def enumerate_buckets(universe: en.Universe, settings: Settings, counts: Counter
-                      ) -> list[list[_Evaluated]]:
+                      ) -> list[list[Evaluated]]:
     _init(universe, settings, None)
     tasks = list(range(len(_WORKER["firsts"])))
     keys: Counter = Counter()
@@ -142,41 +139,9 @@ def enumerate_buckets(universe: en.Universe, settings: Settings, counts: Counter
         for g in members[k]:
             _, digests = _evaluate(universe, g, ev1, settings.seed)
             confirm, _ = _evaluate(universe, g, ev2, settings.seed + 1)
-            group.append(_Evaluated(g, k, confirm, digests))
+            group.append(Evaluated(g, k, confirm, digests))
         buckets.append(group)
     return buckets
-
-
-def candidate_pairs(universe: en.Universe, buckets: list[list[_Evaluated]], counts: Counter
-                    ) -> list[tuple[en.Graph, en.Graph, str]]:
-    """Pairs of equal graphs, pruned. Within a class of graphs equal on both evaluations,
-    only the pairs (smallest member, other member) are kept: every other pair a = b follows
-    from a = r and b = r by transitivity, so it adds nothing a search could not compose."""
-    pairs, seen = [], set()
-    leaves = len(universe.leaves)
-    for group in buckets:
-        counts["fingerprint pairs"] += len(group) * (len(group) - 1) // 2
-        classes: dict[bytes, list[_Evaluated]] = {}
-        for member in group:
-            classes.setdefault(member.confirm, []).append(member)
-        for members in classes.values():
-            counts["candidate pairs"] += len(members) * (len(members) - 1) // 2
-            ordered = sorted(members, key=lambda m: len(m.graph.nodes))
-            for a, b in ((ordered[0], other) for other in ordered[1:]):
-                counts["after transitivity"] += 1
-                if has_common_subgraph(universe, a.graph, b.graph):
-                    continue
-                counts["after common subgraph"] += 1
-                if has_common_supergraph(a.graph, b.graph, a.digests, b.digests, leaves):
-                    continue
-                counts["after common supergraph"] += 1
-                text = canonical_pair(universe, a.graph, b.graph)
-                if text in seen:
-                    continue
-                seen.add(text)
-                counts["after renaming"] += 1
-                pairs.append((a.graph, b.graph, text))
-    return pairs
 
 
 def _oriented(universe: en.Universe, a: en.Graph, b: en.Graph, text: str) -> Rule:
@@ -219,32 +184,59 @@ def _with_bindings(rule: Rule, bindings: dict) -> Rule:
     return replace(rule, provenance=tuple(sorted(prov.items())))
 
 
-def check_rules(rules: list[Rule], settings: Settings, desc: str) -> Iterable[Rule]:
-    items = [(r, settings.rlimit) for r in rules]
+def check_rules(rules: list[Rule], rlimit: int, pool: Pool | None, desc: str
+                ) -> Iterable[Rule]:
+    """Each rule checked (`_check_rule`), in order, in ``pool`` when there is one."""
+    items = [(r, rlimit) for r in rules]
+    bar = dict(desc=desc, total=len(items), file=sys.stderr, leave=False, mininterval=1.0)
+    if pool is None:
+        yield from tqdm(map(_check_rule, items), **bar)
+    else:
+        yield from tqdm(pool.imap(_check_rule, items, chunksize=4), **bar)
+
+
+@contextlib.contextmanager
+def _proof_pool(settings: Settings) -> Iterator[Pool | None]:
+    """One pool for every proof of a run, so each worker builds its axiom instances once."""
     if settings.workers <= 1:
-        yield from tqdm(map(_check_rule, items), desc=desc, total=len(items), file=sys.stderr,
-                        leave=False)
+        yield None
         return
-    ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(settings.workers) as pool:
-        yield from tqdm(pool.imap(_check_rule, items, chunksize=4), desc=desc,
-                        total=len(items), file=sys.stderr, leave=False)
+    with multiprocessing.get_context("fork").Pool(settings.workers) as pool:
+        yield pool
 
 
-def generate(settings: Settings) -> tuple[RuleLibrary, Counter]:
-    """Run the whole pipeline; returns the library of proved rules and the stage counts."""
+def _prove_round(rounds: Rounds, size: int, width: int, settings: Settings,
+                 pool: Pool | None, counts: Counter) -> list[Rule]:
+    """Prove the pairs of one round (`Rounds.schedule`); the proved rules."""
+    universe = rounds.universe
+    pairs = rounds.pairs(size, width, counts)
+    candidates = [_oriented(universe, p.rep, p.member, p.text) for p in pairs]
+    proved, proved_pairs = [], []
+    for pair, rule in zip(pairs, check_rules(candidates, settings.rlimit, pool,
+                                             f"{universe.name}: prove {size}-op/{width}"), strict=True):
+        counts[rule.proof.status.value] += 1
+        if "witness_failure" in dict(rule.provenance):
+            counts["numerically rejected"] += 1
+        if rule.proof.status is ProofStatus.PROVED:
+            proved.append(rule)
+            proved_pairs.append(pair)
+    rounds.learn(proved_pairs)
+    return proved
+
+
+def generate(settings: Settings, *, universes: tuple[en.Universe, ...] | None = None
+             ) -> tuple[RuleLibrary, Counter]:
+    """Run the whole pipeline over ``universes`` (default: TASO's, restricted to
+    ``settings.ops``); returns the library of proved rules and the stage counts."""
     counts: Counter = Counter()
     rules: list[Rule] = []
-    for universe in select(settings.ops or None):
-        buckets = enumerate_buckets(universe, settings, counts)
-        pairs = candidate_pairs(universe, buckets, counts)
-        candidates = [_oriented(universe, a, b, text) for a, b, text in pairs]
-        for rule in check_rules(candidates, settings, f"{universe.name}: prove"):
-            counts[rule.proof.status.value] += 1
-            if "witness_failure" in dict(rule.provenance):
-                counts["numerically rejected"] += 1
-            if rule.proof.status is ProofStatus.PROVED:
-                rules.append(rule)
+    with _proof_pool(settings) as pool:
+        for universe in universes or select(settings.ops or None):
+            buckets = enumerate_buckets(universe, settings, counts)
+            rounds = Rounds(universe, equal_classes(buckets, counts))
+            del buckets
+            for size, width in rounds.schedule(settings.max_ops):
+                rules += _prove_round(rounds, size, width, settings, pool, counts)
     rules.sort(key=lambda r: r.id)
     provenance = (("generator_version", GENERATOR_VERSION), ("spec_set_hash", spec_set_hash()),
                   ("seed", settings.seed), ("settings", _settings_dict(settings)),
@@ -252,10 +244,11 @@ def generate(settings: Settings) -> tuple[RuleLibrary, Counter]:
     return RuleLibrary(tuple(rules), provenance), counts
 
 
-def generate_library(settings: Settings, *, with_axioms: bool = True
+def generate_library(settings: Settings, *, with_axioms: bool = True,
+                     universes: tuple[en.Universe, ...] | None = None
                      ) -> tuple[RuleLibrary, Counter]:
     """Generated rules plus (optionally) the axiom-derived rules that pass their witness."""
-    library, counts = generate(settings)
+    library, counts = generate(settings, universes=universes)
     rules = list(library.rules)
     if with_axioms:
         rules += hand_rules(settings.rlimit, counts)

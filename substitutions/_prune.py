@@ -5,6 +5,8 @@ Steps, each counted:
   with inputs of the same kind) and pairs are unordered (source, target) = (first, second);
 * renaming: pairs equal after renaming interchangeable inputs (same role and shape) are
   one pair (the canonical text is the minimum over those renamings);
+* leaf merging: a pair that is an instance of a proved pair with two interchangeable
+  inputs identified (``x @ x`` from ``x @ y``) is implied by it (`merged_instances`);
 * common subgraph: if both graphs compute the same leaf node (same op, parameters and
   inputs), the pair follows from the smaller pair with that node as a fresh input;
 * common supergraph: if both graphs end in the same operator applied to inputs with equal
@@ -13,14 +15,16 @@ Steps, each counted:
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from taso.substitutions._enumerate import Graph, Node, Universe
 
 
-def graph_text(universe: Universe, graph: Graph, names: Sequence[str]) -> str:
-    """Terms of the outputs with leaves renamed (``names[i]`` for leaf i)."""
+def tensor_terms(universe: Universe, graph: Graph, names: Sequence[str]
+                 ) -> Callable[[int], str]:
+    """The term of each tensor of ``graph`` (leaf i printed as ``names[i]``), memoized."""
     leaves = len(universe.leaves)
     producer: dict[int, tuple[Node, int]] = {}
     tensor = leaves
@@ -30,6 +34,7 @@ def graph_text(universe: Universe, graph: Graph, names: Sequence[str]) -> str:
             producer[tensor + k] = (node, k)
         tensor += count
 
+    @functools.cache
     def term(t: int) -> str:
         if t < leaves:
             return names[t]
@@ -37,6 +42,12 @@ def graph_text(universe: Universe, graph: Graph, names: Sequence[str]) -> str:
         args = ",".join(term(i) for i in node.inputs)
         return f"{node.op}{list(node.params)}({args})[{k}]"
 
+    return term
+
+
+def graph_text(universe: Universe, graph: Graph, names: Sequence[str]) -> str:
+    """Terms of the outputs with leaves renamed (``names[i]`` for leaf i)."""
+    term = tensor_terms(universe, graph, names)
     return ";".join(sorted(term(t) for t in graph.outputs))
 
 
@@ -44,26 +55,57 @@ def _leaf_ids(graph: Graph, leaves: int) -> set[int]:
     return {i for n in graph.nodes for i in n.inputs if i < leaves}
 
 
-def canonical_pair(universe: Universe, a: Graph, b: Graph) -> str:
-    """Minimum text of the unordered pair over renamings of interchangeable leaves."""
-    leaves = universe.leaves
-    used = sorted(_leaf_ids(a, len(leaves)) | _leaf_ids(b, len(leaves))
-                  | {t for t in (*a.outputs, *b.outputs) if t < len(leaves)})
+def used_leaves(universe: Universe, a: Graph, b: Graph) -> list[int]:
+    """The leaves either graph reads (or outputs), in order."""
+    count = len(universe.leaves)
+    return sorted(_leaf_ids(a, count) | _leaf_ids(b, count)
+                  | {t for t in (*a.outputs, *b.outputs) if t < count})
+
+
+def _interchangeable(universe: Universe, ids: Sequence[int]) -> list[list[int]]:
+    """``ids`` grouped by what makes leaves interchangeable: role, shape, constant op."""
     classes: dict[tuple, list[int]] = {}
-    for i in used:
-        classes.setdefault((leaves[i].role, leaves[i].shape, leaves[i].op, leaves[i].params),
-                           []).append(i)
-    groups = list(classes.values())
+    for i in ids:
+        leaf = universe.leaves[i]
+        classes.setdefault((leaf.role, leaf.shape, leaf.op, leaf.params), []).append(i)
+    return list(classes.values())
+
+
+def canonical_pair(universe: Universe, a: Graph, b: Graph,
+                   merge: Mapping[int, int] | None = None) -> str:
+    """Minimum text of the unordered pair over renamings of interchangeable leaves. With
+    ``merge`` (leaf -> leaf), the text of the pair's instance that reads leaf ``merge[i]``
+    wherever it read leaf i ("" when the instance's two sides are the same)."""
+    merge = merge or {}
+    used = sorted({merge.get(i, i) for i in used_leaves(universe, a, b)})
+    groups = _interchangeable(universe, used)
     best = None
     for perms in itertools.product(*(itertools.permutations(g) for g in groups)):
-        names = [leaf.name for leaf in leaves]
+        names = [leaf.name for leaf in universe.leaves]
         for group, perm in zip(groups, perms, strict=True):
             for src, dst in zip(group, perm, strict=True):
                 names[src] = f"v{dst}"
-        texts = sorted((graph_text(universe, a, names), graph_text(universe, b, names)))
+        full = [names[merge.get(i, i)] for i in range(len(names))]
+        texts = sorted((graph_text(universe, a, full), graph_text(universe, b, full)))
+        if texts[0] == texts[1]:
+            return ""
         text = " == ".join(texts)
         best = text if best is None or text < best else best
     return best or ""
+
+
+def merged_instances(universe: Universe, a: Graph, b: Graph) -> set[str]:
+    """Canonical texts of the pair's instances that identify interchangeable leaves
+    (``x * z`` and ``y * z`` become ``x * x``...): a proved pair implies all of them."""
+    groups = _interchangeable(universe, used_leaves(universe, a, b))
+    out = set()
+    for images in itertools.product(*(itertools.product(g, repeat=len(g)) for g in groups)):
+        merge = {src: dst for g, image in zip(groups, images, strict=True)
+                 for src, dst in zip(g, image, strict=True)}
+        if len(set(merge.values())) < len(merge):
+            out.add(canonical_pair(universe, a, b, merge))
+    out.discard("")
+    return out
 
 
 def _leaf_nodes(graph: Graph, leaves: int) -> set[tuple]:
