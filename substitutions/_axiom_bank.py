@@ -175,10 +175,8 @@ def _guarded(axiom: Axiom, shape_map: dict, params: dict) -> z3.BoolRef | None:
 
 @functools.cache
 def bank_axioms() -> tuple[Axiom, ...]:
-    """The opspecs axioms plus the generator's extra ones (`_gen_converter.EXTRA_AXIOMS`)."""
-    from taso.substitutions._gen_converter import EXTRA_AXIOMS
-
-    return (*all_axioms(), *EXTRA_AXIOMS)
+    """The opspecs axioms (the converter ones included, last: the order proofs saw)."""
+    return all_axioms()
 
 
 @functools.cache

@@ -1,4 +1,4 @@
-"""Converter-form rules: extra axioms validate, forms prove, and real exported models match."""
+"""Converter-form rules: converter axioms validate, forms prove, and real exported models match."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 from benchmarks.models import MODELS, Size
 from taso._onnx_import import import_model
+from taso.opspecs.axioms.converter import AXIOMS as CONVERTER_AXIOMS
 from taso.opspecs.axioms.validate import validate_axiom
 from taso.substitutions._axiom_rules import rules_from_axiom
-from taso.substitutions._gen_converter import EXTRA_AXIOMS
 from taso.substitutions._gen_derived import converter_rules
 from taso.substitutions.matching import apply, find_matches
 from taso.substitutions.rule import load_rules, rule_to_json
@@ -29,8 +29,8 @@ def _model(name: str):  # noqa: ANN202
     return import_model(MODELS[name].build(Size.SMALL))
 
 
-@pytest.mark.parametrize("axiom", EXTRA_AXIOMS, ids=lambda a: a.name)
-def test_extra_axioms_validate(axiom) -> None:
+@pytest.mark.parametrize("axiom", CONVERTER_AXIOMS, ids=lambda a: a.name)
+def test_converter_axioms_validate(axiom) -> None:
     assert validate_axiom(axiom).ok
 
 
@@ -60,7 +60,7 @@ def test_concrete_config_axioms_emit_rules() -> None:
 
 def test_branching_builders_stay_concrete() -> None:
     """Gemm's builder branches on transA/transB: no (unsound) parametric rule."""
-    axiom = next(a for a in EXTRA_AXIOMS if a.name == "gemm_matmul_add")
+    axiom = next(a for a in CONVERTER_AXIOMS if a.name == "gemm_matmul_add")
     assert all("-c" in r.id for r in rules_from_axiom(axiom))
 
 

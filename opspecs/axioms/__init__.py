@@ -22,7 +22,8 @@ from taso.opspecs.axioms._core import (
     cfg,
 )
 
-AXIOM_MODULES = ("elementwise", "activation", "conv", "matmul", "layout", "pool", "normalization")
+AXIOM_MODULES = ("elementwise", "activation", "conv", "matmul", "layout", "pool", "normalization",
+                 "converter")
 
 __all__ = [
     "Algebra",

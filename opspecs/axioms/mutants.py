@@ -9,6 +9,14 @@ from __future__ import annotations
 
 from taso.opspecs.axioms._core import Axiom, cfg
 from taso.opspecs.axioms.conv import LINEAR_CONFIGS, conv
+from taso.opspecs.axioms.converter import (
+    BN_INPUTS,
+    BN_NOBIAS_CONFIGS,
+    BN_STATS,
+    bn_scale,
+    conv_params,
+    reshape_4d,
+)
 from taso.opspecs.axioms.layout import CAT2, CAT3
 
 SQUARE = (cfg({"x": (2, 2), "y": (2, 2)}), cfg({"x": (3, 3), "y": (3, 3)}),
@@ -164,4 +172,24 @@ MUTANTS = (
           lambda a, v, p: a("Gelu", v["x"]),
           lambda a, v, p: a("Mul", v["x"], a("Add", a("Erf", a("Div", v["x"], _fill(a, 2 ** 0.5))),
                                               _fill(a, 1.0))), UNARY),
+    # the converter axioms, each with one plausible mistake
+    Axiom("bad_bn_fold_forgets_mean", "WRONG bn(conv(x, w)) = conv(x, w * k, beta)",
+          BN_INPUTS[:2] + BN_INPUTS[3:],
+          lambda a, v, p: a("BatchNormalization", a("Conv", v["x"], v["w"], **conv_params(p)),
+                            v["s"], v["beta"], v["mean"], v["var"], epsilon=p["epsilon"]),
+          lambda a, v, p: a("Conv", v["x"], a("Mul", v["w"], reshape_4d(a, bn_scale(a, v, p))),
+                            v["beta"], **conv_params(p)),
+          BN_NOBIAS_CONFIGS, positive=BN_STATS),
+    Axiom("bad_gemm_ignores_transb", "WRONG gemm(A, B, C; tB=1) = A @ B + C", ("A", "B", "C"),
+          lambda a, v, p: a("Gemm", v["A"], v["B"], v["C"], transB=1),
+          lambda a, v, p: a("Add", a("MatMul", v["A"], v["B"]), v["C"]),
+          (cfg({"A": (2, 2), "B": (2, 2), "C": (2, 2)}), cfg({"A": (3, 3), "B": (3, 3), "C": (3,)}),
+           cfg({"A": (1, 2), "B": (2, 2), "C": ()}))),
+    Axiom("bad_conv_mul_channel_input_side", "WRONG conv(x, w) * c = conv(x * c, w)",
+          ("x", "w", "c"),
+          lambda a, v, p: a("Mul", a("Conv", v["x"], v["w"]), v["c"]),
+          lambda a, v, p: a("Conv", a("Mul", v["x"], v["c"]), v["w"]),
+          (cfg({"x": (1, 2, 3, 3), "w": (2, 2, 1, 1), "c": (1, 2, 1, 1)}),
+           cfg({"x": (1, 3, 3, 3), "w": (3, 3, 3, 3), "c": (1, 3, 1, 1)}),
+           cfg({"x": (2, 2, 2, 2), "w": (2, 2, 1, 1), "c": (2, 1, 1)}))),
 )
