@@ -80,12 +80,42 @@ def test_wrong_rule_refuted_by_prover_and_witness() -> None:
     assert not witness.ok and "check_witness" in witness.reproducer
 
 
-def test_verify_exit_codes(tmp_path, capsys) -> None:
+def _wrong_transpose_product() -> Rule:
+    """transpose(a @ b) = transpose(a) @ transpose(b): false (the order must swap)."""
+    t = (("perm", (1, 0)),)
+    src = Pattern((PatternNode("n0", "MatMul", ("a", "b")),
+                   PatternNode("n1", "Transpose", ("n0",), t)))
+    tgt = Pattern((PatternNode("n0", "Transpose", ("a",), t),
+                   PatternNode("n1", "Transpose", ("b",), t),
+                   PatternNode("n2", "MatMul", ("n0", "n1"))))
+    witness = json.dumps([{"shapes": {"a": [3, 3], "b": [3, 3]}, "bindings": {}}])
+    return Rule("wrong-transpose-product", "T(a @ b) = T(a) @ T(b)",
+                (PatternInput("a"), PatternInput("b")), src, tgt, (("n1", "n2"),),
+                provenance=(("witness", witness),)).validate()
+
+
+def _wrong_merge_axis() -> Rule:
+    """concat(x @ w1, x @ w2, axis 0) = x @ concat(w1, w2, axis 1): the wrong axis."""
+    src = Pattern((PatternNode("n0", "MatMul", ("x", "w1")), PatternNode("n1", "MatMul", ("x", "w2")),
+                   PatternNode("n2", "Concat", ("n0", "n1"), (("axis", 0),))))
+    tgt = Pattern((PatternNode("n0", "Concat", ("w1", "w2"), (("axis", 1),)),
+                   PatternNode("n1", "MatMul", ("x", "n0"))))
+    witness = json.dumps([{"shapes": {"x": [4, 4], "w1": [4, 4], "w2": [4, 4]}, "bindings": {}}])
+    return Rule("wrong-merge-axis", "concat(x@w1, x@w2, 0) = x @ concat(w1, w2, 1)",
+                (PatternInput("x"), PatternInput("w1"), PatternInput("w2")), src, tgt,
+                (("n2", "n1"),), provenance=(("witness", witness),)).validate()
+
+
+@pytest.mark.parametrize("make", [_wrong_rule, _wrong_transpose_product, _wrong_merge_axis])
+def test_verify_rejects_wrong_rules(tmp_path, capsys, make) -> None:  # noqa: ANN001
     bad = tmp_path / "bad.json"
-    bad.write_text(dump_rules(RuleLibrary((_wrong_rule(),))))
+    bad.write_text(dump_rules(RuleLibrary((make(),))))
     assert cli.main(["verify", str(bad), "--json", "--rlimit", "2000000"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["totals"]["ok"] == 0
+
+
+def test_verify_exit_codes(tmp_path) -> None:
     good = tmp_path / "good.json"
     good.write_text(_run(tmp_path, 1, "g.json"))
     assert cli.main(["verify", str(good)]) == 0
