@@ -11,8 +11,10 @@ prints peak memory against model size.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -74,12 +76,20 @@ _CHECK_AFTER_EXPORT = pytest.mark.xfail(
     "in taso/api.py) gives 1.45x", strict=False)
 
 
+@pytest.fixture
+def big_folder(tmp_path: Path) -> Iterator[Path]:
+    """tmp_path, emptied afterwards: pytest keeps the last runs' folders (4 x 4.5 GB here)."""
+    yield tmp_path
+    shutil.rmtree(tmp_path, ignore_errors=True)
+
+
 @pytest.mark.parametrize(("mode", "budget"), [
     ("no-check", "0"), ("check", "0"), ("no-check", "5"), pytest.param("check", "5", marks=_CHECK_AFTER_EXPORT),
 ])
 @pytest.mark.slow
-def test_over_2gb_model_roundtrips_keeping_external_data(tmp_path: Path, mode: str, budget: str) -> None:
+def test_over_2gb_model_roundtrips_keeping_external_data(big_folder: Path, mode: str, budget: str) -> None:
     """Budget 5 s searches with the fixture rules: `(x + a) + b = x + (a + b)` folds weights."""
+    tmp_path = big_folder
     source = write_large_model(tmp_path)
     size = (tmp_path / "big.onnx.data").stat().st_size
     out_dir = tmp_path / "out"
