@@ -28,7 +28,7 @@ from tqdm import tqdm
 from taso.opspecs import all_specs
 from taso.substitutions import _enumerate as en
 from taso.substitutions._fingerprint import PRIMES, FieldEvaluator
-from taso.substitutions._gen_pairs import Evaluated, Rounds, equal_classes
+from taso.substitutions._gen_pairs import STAGES, Evaluated, Rounds, equal_classes
 from taso.substitutions._gen_rules import exactness_of, generalize, pair_rule
 from taso.substitutions._gen_universes import select
 from taso.substitutions._prove import DEFAULT_RLIMIT, SOLVER, prove
@@ -36,6 +36,9 @@ from taso.substitutions._witness import check_witness, witness_configs
 from taso.substitutions.rule import Proof, ProofStatus, Rule, RuleLibrary
 
 GENERATOR_VERSION = "1"
+REPORTED = ("enumerated", "fingerprint buckets", "fingerprint pairs", "candidate pairs", *STAGES,
+            "proved", "refuted", "timeout", "unknown", "numerically rejected")
+"""Stages always counted, even when nothing reaches them."""
 
 
 @dataclass(frozen=True)
@@ -228,7 +231,7 @@ def generate(settings: Settings, *, universes: tuple[en.Universe, ...] | None = 
              ) -> tuple[RuleLibrary, Counter]:
     """Run the whole pipeline over ``universes`` (default: TASO's, restricted to
     ``settings.ops``); returns the library of proved rules and the stage counts."""
-    counts: Counter = Counter()
+    counts: Counter = Counter({stage: 0 for stage in REPORTED})
     rules: list[Rule] = []
     with _proof_pool(settings) as pool:
         for universe in universes or select(settings.ops or None):

@@ -102,8 +102,20 @@ def cmd_generate(args: argparse.Namespace) -> int:
     tmp.replace(out)
     for stage, count in counts.items():
         sys.stderr.write(f"{stage:>28}: {count}\n")
-    sys.stderr.write(f"{len(library.rules)} rules -> {out} in {time.perf_counter() - start:.1f}s\n")
+    sys.stderr.write(f"{len(library.rules)} rules -> {out} in {time.perf_counter() - start:.1f}s"
+                     f" wall; {_usage()}\n")
     return EXIT_OK
+
+
+def _usage() -> str:
+    """CPU time and peak resident memory of this process and its (finished) workers."""
+    import resource
+
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = me.ru_utime + me.ru_stime + workers.ru_utime + workers.ru_stime
+    return (f"{cpu:.1f}s CPU; peak RSS {me.ru_maxrss // 1024} MB (main), "
+            f"{workers.ru_maxrss // 1024} MB (largest worker)")
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

@@ -39,11 +39,14 @@ def test_deterministic_across_runs_and_workers(tmp_path) -> None:
     assert one == _run(tmp_path, 2, "c.json")
 
 
-def test_stage_counts_and_provenance(tmp_path) -> None:
+def test_stage_counts_and_provenance(tmp_path, capsys) -> None:
     data = json.loads(_run(tmp_path, 1, "a.json"))
+    summary = capsys.readouterr().err
+    assert "wall" in summary and "CPU" in summary and "peak RSS" in summary
     counts = data["provenance"]["stage_counts"]
-    for stage in ("enumerated", "fingerprint buckets", "candidate pairs", "after common subgraph",
-                  "after common supergraph", "after renaming", "proved"):
+    for stage in ("enumerated", "fingerprint buckets", "candidate pairs", "after transitivity",
+                  "after common subgraph", "after common supergraph", "after smaller rules",
+                  "after leaf merging", "after renaming", "proved"):
         assert stage in counts
     assert data["provenance"]["spec_set_hash"] and data["provenance"]["generator_version"]
     assert all(r["proof"]["status"] == "proved" for r in data["rules"])
