@@ -4,9 +4,11 @@ A bucket (equal first fingerprint) splits into *classes* (equal second fingerpri
 Within a class only the pairs (representative, member) are kept, the representative
 being the member with fewest operators: any other pair follows by transitivity. Each
 pair then goes through the pruning steps of `_prune` (common subgraph, common
-supergraph), the pruning by smaller rules of `_gen_implied`, and renaming; every step is
-counted. Pairs are handed out in rounds of increasing member size, so the caller can
-prove one round before pruning the next with its results (`Rounds.learn`).
+supergraph), the pruning by smaller rules of `_gen_implied`, leaf merging (an instance of
+a proved pair with interchangeable inputs identified) and renaming; every step is
+counted. Pairs are handed out in rounds of increasing member size and, within a size,
+decreasing number of inputs read, so the caller can prove one round before pruning the
+next with its results (`Rounds.learn`).
 """
 
 from __future__ import annotations
