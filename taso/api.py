@@ -36,6 +36,7 @@ from taso._onnx_import import import_model
 from taso._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, run_search
 from taso._subgraphs import body_node_count, optimize_bodies
 from taso.backends import AnalyticalCostModel, MeasuredCostModel, ShapeProfile
+from taso.backends.compare import ReferenceRun, run_reference, runnable
 from taso.errors import BackendError, UsageError
 from taso.ir import Graph
 from taso.report import CheckStatus, Decision, Latency, Report, StopReason, SweepRecord
@@ -100,11 +101,16 @@ def optimize_onnx(
         )
     with phases.time("export"):
         original = export_model(graph)
+    reference = None
+    if check and outcome.applied:  # run the original before the candidate's folded weights exist
+        with phases.time("check"):
+            reference = run_reference(_runnable(original, loaded), profile=profile)
+    with phases.time("export"):
         candidate = export_model(outcome.graph) if outcome.applied else original
         if outcome.applied:
             check_model(candidate)
     result = _check_and_choose(
-        loaded, graph, original, candidate, outcome, check=check, profile=profile, phases=phases, say=say, notes=notes,
+        loaded, graph, original, candidate, outcome, reference, check=check, profile=profile, phases=phases, say=say, notes=notes,
         measured_costs=backend != "analytical",
     )
     if out_path is not None:
@@ -221,6 +227,7 @@ def _check_and_choose(
     original: onnx.ModelProto,
     candidate: onnx.ModelProto,
     outcome: SearchOutcome,
+    reference: ReferenceRun | None,
     *,
     check: bool,
     profile: ShapeProfile | None,
@@ -242,6 +249,7 @@ def _check_and_choose(
         predicted_original_ms=outcome.predicted_original_ms, predicted_optimized_ms=outcome.predicted_best_ms
     )
     runnable_original = _runnable(original, loaded)
+    runnable_candidate = runnable(candidate, loaded.base_dir)  # unchanged weights: the input's data files
     decision = Decision.UNCHANGED
     if outcome.applied:
         decision = Decision.OPTIMIZED if check else Decision.UNCHECKED
@@ -249,15 +257,15 @@ def _check_and_choose(
             decision = Decision.NOT_PREDICTED_FASTER  # two rounds of >= 1.01x would be needed
     try:
         if check and decision is not Decision.NOT_PREDICTED_FASTER:
-            inputs = backends.make_inputs(runnable_original, profile=profile)
+            inputs = reference.inputs if reference is not None else backends.make_inputs(runnable_original, profile=profile)
             with phases.time("check"):
                 say("checking outputs against the original on ONNX Runtime")
-                reference = backends.run_model(runnable_original, inputs)
+                expected = reference.expected() if reference is not None else backends.run_model(runnable_original, inputs)
                 try:
-                    got = backends.run_model(candidate, inputs)
+                    got = backends.run_model(runnable_candidate, inputs)
                 except BackendError as exc:  # the original runs, the optimized model does not
                     raise _CandidateRejected(str(exc)) from None
-                comparison = backends.compare_outputs(reference, got)
+                comparison = backends.compare_outputs(expected, got)
             status = CheckStatus.PASSED if comparison.passed else CheckStatus.FAILED
             diffs = comparison.max_abs_diffs()
             if not comparison.passed:
@@ -266,7 +274,7 @@ def _check_and_choose(
         if check and decision is Decision.OPTIMIZED:
             with phases.time("measure"):
                 say("measuring both models interleaved")
-                verdict = decide_cached(original_graph, outcome.graph, runnable_original, candidate, inputs)
+                verdict = decide_cached(original_graph, outcome.graph, runnable_original, runnable_candidate, inputs)
             latency = Latency(
                 predicted_original_ms=latency.predicted_original_ms,
                 predicted_optimized_ms=latency.predicted_optimized_ms,

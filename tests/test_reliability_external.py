@@ -87,8 +87,6 @@ def test_optimizing_without_check_writes_a_model_that_keeps_external_data(tmp_pa
     np.testing.assert_allclose(run_model(out / "m.onnx", x)["y"], run_model(path, x)["y"], rtol=1e-6)
 
 
-@pytest.mark.xfail(reason="taso/api.py runs the candidate as a bare ModelProto, whose external weights ORT cannot "
-                   "find: needs `backends.compare.runnable(candidate, loaded.base_dir)` there", strict=False)
 @pytest.mark.parametrize("budget", [0.0, 2.0])
 def test_optimizing_with_check_accepts_a_model_with_external_weights(tmp_path: Path, budget: float) -> None:
     result = taso.optimize_onnx(write_external_model(tmp_path), backend="analytical", time_budget_s=budget,
