@@ -19,6 +19,7 @@ from typing import BinaryIO
 import onnx
 from google.protobuf.message import DecodeError
 
+from taso._onnx_export import copy_field
 from taso.errors import InvalidModelError, UnsupportedModelError, UsageError
 
 _PROTO_LIMIT = 2**31 - 1
@@ -103,10 +104,10 @@ def _with_weights_as_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
     twin = onnx.ModelProto()
     for descriptor, value in model.ListFields():
         if descriptor.name != "graph":
-            _copy_field(twin, descriptor, value)
+            copy_field(twin, descriptor, value)
     for descriptor, value in model.graph.ListFields():
         if descriptor.name != "initializer":
-            _copy_field(twin.graph, descriptor, value)
+            copy_field(twin.graph, descriptor, value)
     declared = {value.name for value in model.graph.input}
     for tensor in model.graph.initializer:
         if tensor.data_location != onnx.TensorProto.EXTERNAL and tensor.ByteSize() < _INLINE_CHECK_BYTES:
@@ -117,16 +118,6 @@ def _with_weights_as_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
 
 
 _INLINE_CHECK_BYTES = 1 << 20
-
-
-def _copy_field(target: object, descriptor: object, value: object) -> None:
-    name = descriptor.name  # type: ignore[attr-defined]
-    if descriptor.is_repeated:  # type: ignore[attr-defined]
-        getattr(target, name).extend(value)  # type: ignore[arg-type]
-    elif descriptor.message_type is not None:  # type: ignore[attr-defined]
-        getattr(target, name).CopyFrom(value)
-    else:
-        setattr(target, name, value)
 
 
 def has_external_data(model: onnx.ModelProto) -> bool:

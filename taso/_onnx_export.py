@@ -33,7 +33,7 @@ def export_model(graph: Graph, *, ir_version: int | None = None) -> onnx.ModelPr
     model = onnx.ModelProto()
     for descriptor, value in template.ListFields():
         if descriptor.name != "graph":
-            _copy_field(model, descriptor, value)
+            copy_field(model, descriptor, value)
     _build_graph(model.graph, graph, template.graph)
     model.ir_version = min(template.ir_version, ir_version or _max_ir_version())
     return model
@@ -45,7 +45,7 @@ def _max_ir_version() -> int:
     return max_ir_version()
 
 
-def _copy_field(target: object, descriptor: object, value: object) -> None:
+def copy_field(target: object, descriptor: object, value: object) -> None:
     name = descriptor.name  # type: ignore[attr-defined]
     if descriptor.is_repeated:  # type: ignore[attr-defined]
         getattr(target, name).extend(value)  # type: ignore[arg-type]
@@ -58,7 +58,7 @@ def _copy_field(target: object, descriptor: object, value: object) -> None:
 def _build_graph(out: onnx.GraphProto, graph: Graph, template: onnx.GraphProto) -> None:
     for descriptor, value in template.ListFields():
         if descriptor.name not in _GRAPH_FIELDS_REBUILT:
-            _copy_field(out, descriptor, value)
+            copy_field(out, descriptor, value)
     for node in graph.ordered_nodes():
         out.node.append(node.proto if node.proto is not None else node_to_proto(node))
     out.initializer.extend(_initializers_to_keep(graph, template))
