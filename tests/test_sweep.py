@@ -126,6 +126,12 @@ def _conv_graph() -> Graph:
     return import_model(conv_net())
 
 
+def _relu_as(graph: Graph, op_type: str) -> Graph:
+    """`graph` with its Relu node's op replaced (a candidate that differs, or that ORT refuses)."""
+    relu = next(i for i, n in graph.nodes.items() if n.op_type == "Relu")
+    return graph.rewrite(remove=[relu], add=[dataclasses.replace(graph.nodes[relu], op_type=op_type, proto=None)])
+
+
 def _judge(graph: Graph):
     from taso import backends
     from taso._decide import MeasuredJudge
@@ -140,8 +146,7 @@ def _judge(graph: Graph):
 def test_a_candidate_ort_refuses_is_not_faster(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
     graph = _conv_graph()
-    relu = next(i for i, n in graph.nodes.items() if n.op_type == "Relu")
-    broken = graph.rewrite(remove=[relu], add=[dataclasses.replace(graph.nodes[relu], op_type="NoSuchOp", proto=None)])
+    broken = _relu_as(graph, "NoSuchOp")
     assert _judge(graph)(graph, broken, math.inf) == Judgement(0.0, False)
 
 
@@ -150,8 +155,7 @@ def test_judgements_are_remembered(monkeypatch, tmp_path) -> None:
 
     monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
     graph = _conv_graph()
-    relu = next(i for i, n in graph.nodes.items() if n.op_type == "Relu")
-    clip = graph.rewrite(remove=[relu], add=[dataclasses.replace(graph.nodes[relu], op_type="Abs", proto=None)])
+    clip = _relu_as(graph, "Abs")
     judge = _judge(graph)
     first = judge(graph, clip, math.inf)
     assert first.speedup > 0
@@ -185,8 +189,7 @@ def test_optimize_sweeps_a_converter_model(tmp_path, monkeypatch) -> None:
 def test_a_judgement_cut_short_by_the_deadline_is_not_remembered(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
     graph = _conv_graph()
-    relu = next(i for i, n in graph.nodes.items() if n.op_type == "Relu")
-    other = graph.rewrite(remove=[relu], add=[dataclasses.replace(graph.nodes[relu], op_type="Abs", proto=None)])
+    other = _relu_as(graph, "Abs")
     judge = _judge(graph)
     late = judge(graph, other, time.perf_counter())
     assert not late.complete and not late.faster
