@@ -22,18 +22,23 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from taso.backends._session import ModelSource, ModelWithData
+from taso.backends._session import ModelSource, ModelWithData, RunTiming, run_model_timed
 from taso.backends.profiles import ShapeProfile
 from taso.errors import BackendError
 
 
 @dataclass(frozen=True)
 class ReferenceRun:
-    """The original's outputs on random inputs, or the BackendError ORT raised instead."""
+    """The original's outputs on random inputs, or the BackendError ORT raised instead.
+
+    `timing` says how long the original took to load and to run: what checking and
+    measuring a candidate will cost, known before the search starts.
+    """
 
     inputs: Mapping[str, np.ndarray] = field(default_factory=dict)
     outputs: Mapping[str, np.ndarray] = field(default_factory=dict)
     error: BackendError | None = None
+    timing: RunTiming | None = None
 
     def expected(self) -> Mapping[str, np.ndarray]:
         """The reference outputs; raises the BackendError of a failed run."""
@@ -50,8 +55,7 @@ def runnable(model: onnx.ModelProto, base_dir: str | Path) -> ModelSource:
 
 
 def run_reference(model: ModelSource, *, profile: ShapeProfile | None = None) -> ReferenceRun:
-    """Make inputs for `model` and run it once; a BackendError is kept, not raised."""
-    # through the package, so that this is the `backends.run_model` callers (and tests) see
+    """Make inputs for `model`, run it and time it; a BackendError is kept, not raised."""
     from taso import backends
 
     try:
@@ -59,9 +63,10 @@ def run_reference(model: ModelSource, *, profile: ShapeProfile | None = None) ->
     except BackendError as error:
         return ReferenceRun(error=error)
     try:
-        return ReferenceRun(inputs, backends.run_model(model, inputs))
+        run = run_model_timed(model, inputs)
     except BackendError as error:
         return ReferenceRun(inputs, error=error)
+    return ReferenceRun(inputs, run.outputs, timing=run.timing)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from taso.backends._session import (
     Spinning,
     call_ort,
     create_session,
+    run_session,
 )
 from taso.errors import UsageError
 
@@ -188,6 +189,10 @@ class InterleavedPairs:
             self._second.run_once()
         self.a_ms: list[float] = []
         self.b_ms: list[float] = []
+
+    def second_outputs(self) -> dict[str, np.ndarray]:
+        """B's outputs, from one more (untimed) run."""
+        return run_session(self._second.session, self._second.feeds)
 
     def extend(self, pairs: int) -> None:
         """Time `pairs` more pairs, alternating which model runs first."""

@@ -3,7 +3,8 @@
 Both models are timed interleaved (A B, B A, ...) on the same inputs, spinning off, for a
 fixed amount of wall time rather than a fixed count, so that a 1 ms model gets hundreds
 of pairs and a 300 ms model a few dozen. The decision needs two independent rounds that
-agree: in each, the median of the per-pair ratios B/A must show at least `MIN_SPEEDUP`.
+agree: in each, the median of the per-pair ratios B/A must show at least `MIN_SPEEDUP`
+(a first round that fails ends the decision: the second could not change it).
 On these shared 2-core machines a single short round of two *identical* models was
 seen to report anything from 0.82x to 1.42x; two agreeing rounds of ~1 s each keep
 that noise from ever choosing a slower model.
@@ -21,7 +22,9 @@ import numpy as np
 import onnx
 
 from taso._onnx_export import export_model
-from taso.backends import InterleavedTiming, ModelSource, measure_latency
+from taso.backends import InterleavedTiming, ModelSource, run_model
+from taso.backends._session import RunTiming
+from taso.backends.compare import ReferenceRun
 from taso.backends.cost_cache import CostCache, CostKey
 from taso.backends.ort_backends import OrtCpuBackend
 from taso.backends.timing import InterleavedPairs
@@ -56,18 +59,40 @@ def pairs_for(per_run_ms: float, seconds: float = ROUND_SECONDS) -> int:
     return int(min(MAX_PAIRS, max(MIN_PAIRS, seconds * 1000.0 / max(2 * per_run_ms, 1e-3))))
 
 
+DECIDE_WARMUP = 1
+"""Untimed runs of each model before the probe pairs (which warm up too, and are not judged)."""
+
+
 def decide(original: ModelSource, optimized: ModelSource, inputs: Mapping[str, np.ndarray]) -> Verdict:
     """Two rounds on one pair of sessions (building a large model's session twice more
     would cost seconds); the rounds are still separate windows of time, each judged alone."""
-    pairs = InterleavedPairs(original, optimized, inputs)
+    return _decide_on(InterleavedPairs(original, optimized, inputs, warmup=DECIDE_WARMUP))
+
+
+def _decide_on(pairs: InterleavedPairs) -> Verdict:
     pairs.extend(PROBE_PAIRS)
     repeats = pairs_for(float(np.median(pairs.a_ms)))
-    timings = []
-    for _ in range(ROUNDS):
+    timings: list[InterleavedTiming] = []
+    while len(timings) < ROUNDS and _passes(timings):
         begin = len(pairs.a_ms)
         pairs.extend(repeats)
         timings.append(pairs.timing(since=begin))
     return _verdict(timings)
+
+
+def _passes(timings: Sequence[InterleavedTiming]) -> bool:
+    """Every round so far passed (so another round can still change the verdict)."""
+    return all(_round_passes(t) for t in timings)
+
+
+def _round_passes(timing: InterleavedTiming) -> bool:
+    return 1.0 / timing.paired_ratio >= MIN_SPEEDUP and sign_test_z(timing.a.samples_ms, timing.b.samples_ms) >= MIN_SIGN_Z
+
+
+def decide_seconds(timing: RunTiming) -> float:
+    """About how long `decide` takes on a model that loads and runs in `timing`."""
+    runs = 2 * (1 + DECIDE_WARMUP + PROBE_PAIRS + ROUNDS * pairs_for(timing.run_ms))
+    return 2 * timing.session_s + runs * timing.run_ms / 1000
 
 
 def sign_test_z(a_ms: Sequence[float], b_ms: Sequence[float]) -> float:
@@ -84,9 +109,8 @@ def _verdict(timings: list[InterleavedTiming]) -> Verdict:
     ratios = b / a
     rounds = tuple(1.0 / t.paired_ratio for t in timings)
     p10, p90 = np.percentile(ratios, [10, 90])
-    significant = all(sign_test_z(t.a.samples_ms, t.b.samples_ms) >= MIN_SIGN_Z for t in timings)
     return Verdict(
-        faster=significant and all(r >= MIN_SPEEDUP for r in rounds),
+        faster=len(timings) == ROUNDS and _passes(timings),
         original_ms=float(np.median(a)),
         optimized_ms=float(np.median(b)),
         speedup=float(1.0 / np.median(ratios)),
@@ -118,25 +142,49 @@ def _verdict_keys(signature: str, fields: Sequence[str]) -> dict[str, CostKey]:
     return {f: CostKey(_VERDICT_BACKEND, device, ort.__version__, f"{signature}/{f}") for f in fields}
 
 
-def decide_cached(
-    original_graph: Graph, optimized_graph: Graph, original: ModelSource, optimized: ModelSource,
-    inputs: Mapping[str, np.ndarray],
-) -> Verdict:
-    """`decide`, remembered in the cost cache.
+class Duel:
+    """The optimized model's check run and its measured decision, on one pair of sessions.
 
-    Timing is noisy, so two runs could decide differently; with the decision cached, the
-    same input, settings and cost cache give the same output file.
+    The candidate's session is built once for both (on BERT-base a session costs ~2 s).
+    Verdicts are remembered in the cost cache: timing is noisy, so two runs could decide
+    differently; with the decision cached, the same input, settings and cost cache give
+    the same output file (and a cached verdict needs no original's session at all).
     """
-    cache, keys = CostCache(), _verdict_keys(_pair_signature(original_graph, optimized_graph, inputs, ""), _VERDICT_FIELDS)
-    cached = {f: cache.get(k) for f, k in keys.items()}
-    if all(v is not None for v in cached.values()):
+
+    def __init__(
+        self, original_graph: Graph, optimized_graph: Graph, original: ModelSource, optimized: ModelSource,
+        inputs: Mapping[str, np.ndarray],
+    ):
+        self._sources, self.inputs = (original, optimized), inputs
+        self._cache = CostCache()
+        self._keys = _verdict_keys(_pair_signature(original_graph, optimized_graph, inputs, ""), _VERDICT_FIELDS)
+        self._pairs: InterleavedPairs | None = None
+
+    def optimized_outputs(self) -> dict[str, np.ndarray]:
+        """The optimized model's outputs; raises BackendError if ORT refuses it."""
+        if self._cached() is not None:
+            return run_model(self._sources[1], self.inputs)
+        self._pairs = InterleavedPairs(*self._sources, self.inputs, warmup=DECIDE_WARMUP)
+        return self._pairs.second_outputs()
+
+    def verdict(self) -> Verdict:
+        cached = self._cached()
+        if cached is not None:
+            return cached
+        pairs = self._pairs or InterleavedPairs(*self._sources, self.inputs, warmup=DECIDE_WARMUP)
+        self._pairs = None  # the sessions are released once decided
+        verdict = _decide_on(pairs)
+        values = (float(verdict.faster), verdict.original_ms, verdict.optimized_ms, verdict.spread)
+        for field_name, value in zip(_VERDICT_FIELDS, values, strict=True):
+            self._cache.put(self._keys[field_name], value)
+        return verdict
+
+    def _cached(self) -> Verdict | None:
+        cached = {f: self._cache.get(k) for f, k in self._keys.items()}
+        if any(v is None for v in cached.values()):
+            return None
         faster, original_ms, optimized_ms, spread = (float(cached[f]) for f in _VERDICT_FIELDS)  # type: ignore[arg-type]
         return Verdict(bool(faster), original_ms, optimized_ms, original_ms / optimized_ms, spread, ())
-    verdict = decide(original, optimized, inputs)
-    values = (float(verdict.faster), verdict.original_ms, verdict.optimized_ms, verdict.spread)
-    for field_name, value in zip(_VERDICT_FIELDS, values, strict=True):
-        cache.put(keys[field_name], value)
-    return verdict
 
 
 # --- the sweep's judge ------------------------------------------------------------------
@@ -162,7 +210,7 @@ class MeasuredJudge:
     gets up to four looks' worth of pairs. (Looking repeatedly raises the chance that
     noise passes, from 1% to a few percent at most; the final `decide` against the
     original, two more rounds, still stands guard.) A candidate ORT refuses is not
-    faster. Verdicts are cached like `decide_cached`'s, so re-runs are deterministic.
+    faster. Verdicts are cached like `Duel`'s, so re-runs are deterministic.
     """
 
     inputs: Mapping[str, np.ndarray]
@@ -170,10 +218,13 @@ class MeasuredJudge:
     _exported: dict[bytes, onnx.ModelProto] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def for_model(cls, model: ModelSource, inputs: Mapping[str, np.ndarray]) -> MeasuredJudge | None:
-        """A judge for `model`'s graphs, or None if the model is too slow to judge whole."""
-        probe = measure_latency(model, inputs, repeats=3, warmup=1).median_ms
-        return cls(inputs, probe) if probe <= MAX_JUDGED_MS else None
+    def for_reference(cls, reference: ReferenceRun) -> MeasuredJudge | None:
+        """A judge on the reference run's inputs, or None if the model is too slow to
+        judge whole (or ORT could not run it)."""
+        timing = reference.timing
+        if reference.error is not None or timing is None or timing.run_ms > MAX_JUDGED_MS:
+            return None
+        return cls(reference.inputs, timing.run_ms)
 
     def __call__(self, current: Graph, candidate: Graph, deadline: float = math.inf) -> Judgement:
         signature = _pair_signature(current, candidate, self.inputs, "judge-sequential/")

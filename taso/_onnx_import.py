@@ -16,6 +16,7 @@ from types import MappingProxyType
 
 import onnx
 
+from taso._proto_size import tensor_byte_bound
 from taso.ir import Graph, Initializer, Node, TensorType, decode_attributes
 
 _SMALL_TENSOR_BYTES = 4096
@@ -184,5 +185,5 @@ def _shape_proxy(model: onnx.ModelProto) -> onnx.ModelProto:
 def _is_small(tensor: onnx.TensorProto) -> bool:
     if tensor.data_location == onnx.TensorProto.EXTERNAL:
         return False
-    return tensor.ByteSize() <= _SMALL_TENSOR_BYTES
+    return tensor_byte_bound(tensor) <= _SMALL_TENSOR_BYTES
 

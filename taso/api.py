@@ -22,12 +22,12 @@ from pathlib import Path
 
 import onnx
 
-from taso._decide import MIN_SPEEDUP, MeasuredJudge, decide_cached
+from taso._decide import MIN_SPEEDUP, Duel, MeasuredJudge, decide_seconds
 from taso._model_io import (
     LoadedModel,
+    check_exported,
     check_model,
     check_output_path,
-    has_external_data,
     load_model,
     save_model_atomic,
 )
@@ -82,9 +82,13 @@ def optimize_onnx(
     """Optimize an ONNX model with verified rewrites; return the faster of it and the original.
 
     `model` is a path or a ModelProto; `output`, if given, receives the result atomically.
+    `time_budget_s` is for the whole call: the search gets what loading, checking and
+    measuring are expected to leave of it (known from one timed run of the original),
+    and at least `MIN_SEARCH_SHARE` of it. 0 means no search at all.
     `shapes` fills dynamic dims for costing, checking and measuring: a string
     ("input=1x3x224x224,batch=1") or a mapping ({"input": (1, 3, 224, 224), "batch": 1}).
     """
+    started = time.perf_counter()
     _validate_options(backend=backend, time_budget_s=time_budget_s, alpha=alpha)
     profile = _profile(shapes)
     phases = _Phases()
@@ -95,20 +99,21 @@ def optimize_onnx(
         graph = import_model(loaded.model, base_dir=loaded.base_dir)
         check_model(loaded.model, path=loaded.path)
     say(f"loaded: {len(graph.nodes)} nodes")
+    reference = None
+    if time_budget_s > 0 and (check or backend == "ort-cpu"):  # the check's expected outputs; the judge's timing
+        with phases.time("check"):
+            reference = run_reference(_source(loaded), profile=profile)
+    search_s = _search_seconds(time_budget_s, time.perf_counter() - started, reference if check else None, say)
     with phases.time("search"):
         outcome, notes = _search(
-            graph, time_budget_s=time_budget_s, alpha=alpha, rules=rules, backend=backend, profile=profile, say=say
+            graph, time_budget_s=search_s, alpha=alpha, rules=rules, backend=backend, profile=profile, say=say,
+            reference=reference,
         )
     with phases.time("export"):
         original = export_model(graph)
-    reference = None
-    if check and outcome.applied:  # run the original before the candidate's folded weights exist
-        with phases.time("check"):
-            reference = run_reference(_runnable(original, loaded), profile=profile)
-    with phases.time("export"):
         candidate = export_model(outcome.graph) if outcome.applied else original
         if outcome.applied:
-            check_model(candidate)
+            check_exported(candidate)
     result = _check_and_choose(
         loaded, graph, original, candidate, outcome, reference, check=check, profile=profile, phases=phases, say=say, notes=notes,
         measured_costs=backend != "analytical",
@@ -119,9 +124,30 @@ def optimize_onnx(
     return result
 
 
+MIN_SEARCH_SHARE = 0.3
+"""The search's least share of the budget, when checking and measuring would need it all."""
+
+
+def _search_seconds(
+    budget_s: float, elapsed_s: float, reference: ReferenceRun | None, say: Callable[[str], None]
+) -> float:
+    """What the budget leaves the search after loading (done) and checking and measuring
+    a candidate (expected, from the reference run's timing: ResNet-50 ~3 s, BERT ~10 s)."""
+    if budget_s == 0:
+        return 0.0
+    timing = None if reference is None else reference.timing
+    after_s = 0.0 if timing is None else 2 * timing.session_s + timing.run_ms / 1000 + decide_seconds(timing)
+    search_s = budget_s - elapsed_s - after_s
+    if search_s < MIN_SEARCH_SHARE * budget_s:
+        search_s = MIN_SEARCH_SHARE * budget_s
+        say(f"loading, checking and measuring this model take about {elapsed_s + after_s:.0f} s of the "
+            f"{budget_s:g} s budget; the search gets {search_s:.1f} s")
+    return search_s
+
+
 def _search(
     graph: Graph, *, time_budget_s: float, alpha: float, rules: RulesArg, backend: str,
-    profile: ShapeProfile | None, say: Callable[[str], None],
+    profile: ShapeProfile | None, say: Callable[[str], None], reference: ReferenceRun | None,
 ) -> tuple[SearchOutcome, list[str]]:
     """Search the main graph, then the If/Loop/Scan bodies, sharing the budget by node count."""
     if time_budget_s == 0:
@@ -129,10 +155,10 @@ def _search(
     chosen = resolve_rules(rules)
     if not chosen:
         return SearchOutcome(graph, {}, StopReason.NO_RULES), []
-    say(f"searching with {len(chosen)} proved rules for up to {time_budget_s:g} s")
+    say(f"searching with {len(chosen)} proved rules for up to {time_budget_s:.1f} s")
     started = time.perf_counter()
-    cost_model = _cost_model(backend, profile)
-    sweeping = _sweeping(graph, backend=backend, profile=profile, say=say)
+    cost_model = _cost_model(graph, backend, profile, reference)
+    sweeping = _sweeping(graph, backend=backend, profile=profile, say=say, reference=reference)
     in_bodies = body_node_count(graph)
     main_share = time_budget_s * len(graph.nodes) / max(len(graph.nodes) + in_bodies, 1)
     main_share = max(0.0, main_share - (time.perf_counter() - started))
@@ -155,7 +181,8 @@ def _search(
 
 
 def _sweeping(
-    graph: Graph, *, backend: str, profile: ShapeProfile | None, say: Callable[[str], None]
+    graph: Graph, *, backend: str, profile: ShapeProfile | None, say: Callable[[str], None],
+    reference: ReferenceRun | None,
 ) -> Sweeping | None:
     """The whole-model judge for rule sweeps, when the model can be judged whole.
 
@@ -163,17 +190,12 @@ def _sweeping(
     files (each judged candidate would be serialized whole in memory), models ORT cannot
     run, or models too slow per run to time a round in well under a second.
     """
-    from taso import backends
-
-    if backend != "ort-cpu" or graph.context is None or _has_external_weights(graph):
+    if backend != "ort-cpu" or graph.context is None or _has_external_weights(graph) or reference is None:
         return None
-    try:
-        model = export_model(graph)
-        judge = MeasuredJudge.for_model(model, backends.make_inputs(model, profile=profile))
-    except BackendError:
-        return None
+    judge = MeasuredJudge.for_reference(reference)
     if judge is None:
-        say("rule sweeps skipped: the model is too slow per run to judge candidates whole")
+        if reference.error is None:
+            say("rule sweeps skipped: the model is too slow per run to judge candidates whole")
         return None
 
     def on_step(step: SweepStep) -> None:
@@ -203,10 +225,13 @@ def _validate_options(*, backend: str, time_budget_s: float, alpha: float) -> No
         raise UsageError(f"backend {backend!r} is not available here: {exc}") from None
 
 
-def _cost_model(backend: str, profile: ShapeProfile | None) -> CostModel:
+def _cost_model(graph: Graph, backend: str, profile: ShapeProfile | None, reference: ReferenceRun | None) -> CostModel:
     if backend == "analytical":
         return AnalyticalCostModel(profile=profile)
-    return MeasuredCostModel(profile=profile)
+    model = MeasuredCostModel(profile=profile)
+    if reference is not None and reference.timing is not None:
+        model.seed(graph, reference.timing.run_ms)
+    return model
 
 
 def _throttled(say: Callable[[str], None], every_s: float = 1.0) -> Callable[[SearchProgress], None]:
@@ -248,7 +273,7 @@ def _check_and_choose(
     status, diffs, latency = CheckStatus.SKIPPED, {}, Latency(
         predicted_original_ms=outcome.predicted_original_ms, predicted_optimized_ms=outcome.predicted_best_ms
     )
-    runnable_original = _runnable(original, loaded)
+    runnable_original = _source(loaded)
     runnable_candidate = runnable(candidate, loaded.base_dir)  # unchanged weights: the input's data files
     decision = Decision.UNCHANGED
     if outcome.applied:
@@ -256,13 +281,14 @@ def _check_and_choose(
         if check and measured_costs and _predicted_gain(outcome) < MIN_SPEEDUP:
             decision = Decision.NOT_PREDICTED_FASTER  # two rounds of >= 1.01x would be needed
     try:
-        if check and decision is not Decision.NOT_PREDICTED_FASTER:
-            inputs = reference.inputs if reference is not None else backends.make_inputs(runnable_original, profile=profile)
+        if check and outcome.applied and decision is not Decision.NOT_PREDICTED_FASTER:
             with phases.time("check"):
                 say("checking outputs against the original on ONNX Runtime")
-                expected = reference.expected() if reference is not None else backends.run_model(runnable_original, inputs)
+                reference = reference or run_reference(runnable_original, profile=profile)
+                inputs, expected = reference.inputs, reference.expected()
+                duel = Duel(original_graph, outcome.graph, runnable_original, runnable_candidate, inputs)
                 try:
-                    got = backends.run_model(runnable_candidate, inputs)
+                    got = duel.optimized_outputs()
                 except BackendError as exc:  # the original runs, the optimized model does not
                     raise _CandidateRejected(str(exc)) from None
                 comparison = backends.compare_outputs(expected, got)
@@ -274,7 +300,7 @@ def _check_and_choose(
         if check and decision is Decision.OPTIMIZED:
             with phases.time("measure"):
                 say("measuring both models interleaved")
-                verdict = decide_cached(original_graph, outcome.graph, runnable_original, runnable_candidate, inputs)
+                verdict = duel.verdict()
             latency = Latency(
                 predicted_original_ms=latency.predicted_original_ms,
                 predicted_optimized_ms=latency.predicted_optimized_ms,
@@ -323,11 +349,9 @@ class _CandidateRejected(Exception):
     """ORT runs the original but refuses the optimized model: return the original."""
 
 
-def _runnable(original: onnx.ModelProto, loaded: LoadedModel) -> onnx.ModelProto | Path:
-    """The original as ORT should load it: by path when weights live in external files."""
-    if loaded.path is not None and has_external_data(original):
-        return loaded.path
-    return original
+def _source(loaded: LoadedModel) -> onnx.ModelProto | Path:
+    """The input as ORT should load it: by path when it has one (no serializing)."""
+    return loaded.path if loaded.path is not None else loaded.model
 
 
 def _profile(shapes: str | Mapping[str, object] | None) -> ShapeProfile | None:

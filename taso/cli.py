@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("-o", "--output", type=Path, required=True, help="where to write the result")
     opt.add_argument("--report", type=Path, help="also write the report as JSON here")
     opt.add_argument("--backend", default="ort-cpu", choices=["ort-cpu", "ort-cuda", "analytical"])
-    opt.add_argument("--time-budget", type=float, default=None, metavar="S", help="search seconds (0: no search)")
+    opt.add_argument("--time-budget", type=float, default=None, metavar="S", help="seconds for the whole optimization: load, search, check, measure (0: no search)")
     opt.add_argument("--alpha", type=float, default=1.05, help="relaxation factor of the search")
     opt.add_argument("--no-check", action="store_true", help="skip the numeric check against the original")
     opt.add_argument("--rules", type=Path, metavar="FILE", help="rule file to search with (default: the shipped library)")

@@ -38,3 +38,45 @@ def test_both_rounds_must_agree() -> None:
 
 def test_pairs_fit_the_time_per_round() -> None:
     assert pairs_for(1.0) == 400 and pairs_for(500.0) == 10 and pairs_for(10.0) == 50
+
+
+class _ScriptedPairs:
+    """Stands in for `InterleavedPairs`: B takes `ratio` times A's time in every pair."""
+
+    def __init__(self, ratio: float):
+        self.ratio, self.a_ms, self.b_ms = ratio, [], []
+
+    def extend(self, pairs: int) -> None:
+        for i in range(pairs):
+            a = 10.0 + 0.1 * (i % 7)
+            self.a_ms.append(a)
+            self.b_ms.append(a * self.ratio)
+
+    def timing(self, since: int = 0) -> InterleavedTiming:
+        return _timing(self.a_ms[since:], self.b_ms[since:])
+
+
+def test_a_failed_first_round_ends_the_decision() -> None:
+    from taso._decide import _decide_on
+
+    slower = _ScriptedPairs(1.1)
+    verdict = _decide_on(slower)  # type: ignore[arg-type]
+    assert not verdict.faster and len(verdict.rounds) == 1
+    faster = _decide_on(_ScriptedPairs(0.9))  # type: ignore[arg-type]
+    assert faster.faster and len(faster.rounds) == 2
+
+
+def test_the_search_gets_what_checking_and_measuring_leave() -> None:
+    from taso._decide import decide_seconds
+    from taso.api import MIN_SEARCH_SHARE, _search_seconds
+    from taso.backends._session import RunTiming
+    from taso.backends.compare import ReferenceRun
+
+    timed = ReferenceRun(timing=RunTiming(session_s=0.5, run_ms=50.0))
+    after = 2 * 0.5 + 0.05 + decide_seconds(RunTiming(0.5, 50.0))
+    said: list[str] = []
+    assert abs(_search_seconds(10.0, 1.0, timed, said.append) - (9.0 - after)) < 1e-9 and not said
+    assert _search_seconds(10.0, 1.0, None, said.append) == 9.0  # no check: nothing to leave for it
+    slow = ReferenceRun(timing=RunTiming(session_s=2.0, run_ms=300.0))
+    assert _search_seconds(10.0, 1.0, slow, said.append) == MIN_SEARCH_SHARE * 10.0 and said
+    assert _search_seconds(0.0, 1.0, timed, said.append) == 0.0

@@ -33,7 +33,7 @@ def _assert_lossless(source: Path, tmp_path: Path) -> None:
     written = onnx.load(str(out))
     assert list(written.graph.node) == list(original.graph.node)
     assert [t.name for t in written.graph.initializer] == [t.name for t in original.graph.initializer]
-    assert result.report.check is taso.CheckStatus.PASSED
+    assert result.report.check is taso.CheckStatus.SKIPPED  # nothing applied: compared below, bit for bit
     inputs = make_inputs(source)
     expected, got = run_model(source, inputs), run_model(out, inputs)
     for name in expected:

@@ -172,7 +172,9 @@ def test_search_phase_respects_the_time_budget(tmp_path: Path, backend: str, bud
     monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path / "cache"))
     result = taso.optimize_onnx(wide_model(), backend=backend, time_budget_s=budget, alpha=3.0, check=False,
                                 rules=FIXTURE_RULES)
-    assert result.report.stop_reason is taso.StopReason.TIME_BUDGET
+    # on ort-cpu the measured rule sweeps may merge every branch first, leaving a search that ends early
+    stops = {taso.StopReason.TIME_BUDGET} | ({taso.StopReason.EXHAUSTED} if backend == "ort-cpu" else set())
+    assert result.report.stop_reason in stops
     assert result.report.phase_seconds["search"] <= 1.1 * budget + BUDGET_SLACK_S
 
 

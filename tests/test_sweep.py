@@ -133,12 +133,11 @@ def _relu_as(graph: Graph, op_type: str) -> Graph:
 
 
 def _judge(graph: Graph):
-    from taso import backends
     from taso._decide import MeasuredJudge
     from taso._onnx_export import export_model
+    from taso.backends.compare import run_reference
 
-    model = export_model(graph)
-    judge = MeasuredJudge.for_model(model, backends.make_inputs(model))
+    judge = MeasuredJudge.for_reference(run_reference(export_model(graph)))
     assert judge is not None
     return judge
 
