@@ -74,10 +74,27 @@ def _decide_on(pairs: InterleavedPairs) -> Verdict:
     repeats = pairs_for(float(np.median(pairs.a_ms)))
     timings: list[InterleavedTiming] = []
     while len(timings) < ROUNDS and _passes(timings):
-        begin = len(pairs.a_ms)
-        pairs.extend(repeats)
-        timings.append(pairs.timing(since=begin))
+        timings.append(_round(pairs, repeats))
     return _verdict(timings)
+
+
+ROUND_EXTENSIONS = 2
+"""A round whose median shows `MIN_SPEEDUP` but whose sign test is not yet significant is
+timed on, up to this many times its pairs again. A real 1.08x on a 55 ms model rarely wins
+9 of 10 pairs on a shared machine; the extra looks raise a round's false-positive rate
+from 1% to under 3%, and both rounds must still pass."""
+
+
+def _round(pairs: InterleavedPairs, repeats: int) -> InterleavedTiming:
+    begin = len(pairs.a_ms)
+    pairs.extend(repeats)
+    timing = pairs.timing(since=begin)
+    for _ in range(ROUND_EXTENSIONS):
+        if _round_passes(timing) or 1.0 / timing.paired_ratio < MIN_SPEEDUP:
+            break
+        pairs.extend(repeats)
+        timing = pairs.timing(since=begin)
+    return timing
 
 
 def _passes(timings: Sequence[InterleavedTiming]) -> bool:

@@ -80,3 +80,26 @@ def test_the_search_gets_what_checking_and_measuring_leave() -> None:
     slow = ReferenceRun(timing=RunTiming(session_s=2.0, run_ms=300.0))
     assert _search_seconds(10.0, 1.0, slow, said.append) == MIN_SEARCH_SHARE * 10.0 and said
     assert _search_seconds(0.0, 1.0, timed, said.append) == 0.0
+
+
+class _SlowlyConvincingPairs(_ScriptedPairs):
+    """B is 5% faster in most pairs, but wins only 60% of them: significant only with more pairs."""
+
+    def extend(self, pairs: int) -> None:
+        for _ in range(pairs):
+            i = len(self.a_ms)
+            self.a_ms.append(10.0)
+            self.b_ms.append(9.5 if i % 5 < 3 else 10.5)
+
+
+def test_a_promising_round_is_timed_on_until_significant() -> None:
+    from taso._decide import ROUND_EXTENSIONS, _round
+
+    short = _SlowlyConvincingPairs(1.0)
+    timing = _round(short, 12)  # type: ignore[arg-type]
+    assert sign_test_z(timing.a.samples_ms, timing.b.samples_ms) < MIN_SIGN_Z  # 60% of at most 36 pairs
+    assert len(timing.a.samples_ms) == 12 * (1 + ROUND_EXTENSIONS)
+    long = _round(_SlowlyConvincingPairs(1.0), 100)  # type: ignore[arg-type]
+    assert len(long.a.samples_ms) == 200 and sign_test_z(long.a.samples_ms, long.b.samples_ms) >= MIN_SIGN_Z
+    losing = _round(_ScriptedPairs(1.1), 12)  # type: ignore[arg-type]
+    assert len(losing.a.samples_ms) == 12  # slower: no extension
