@@ -160,6 +160,9 @@ def infer_shapes(model: onnx.ModelProto, input_shapes: Mapping[str, Shape]) -> _
             if all(d >= 0 for d in dims):
                 shapes[value.name] = dims
                 itemsizes[value.name] = _itemsize(tensor.elem_type)
+    for init in graph.initializer:  # small weights stay initializers: no value info of their own
+        shapes.setdefault(init.name, tuple(init.dims))
+        itemsizes.setdefault(init.name, _itemsize(init.data_type))
     return _NodeShapes(shapes, itemsizes)
 
 
