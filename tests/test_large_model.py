@@ -11,6 +11,7 @@ prints peak memory against model size.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -90,8 +91,9 @@ def test_over_2gb_model_roundtrips_keeping_external_data(big_folder: Path, mode:
     size = (tmp_path / "big.onnx.data").stat().st_size
     out_dir = tmp_path / "out"
     out_dir.mkdir()
+    env = {**os.environ, "TASO_CACHE_DIR": str(tmp_path / "cache")}  # no remembered verdict: the decision is timed
     proc = subprocess.run([sys.executable, "-c", _CHILD, str(source), str(out_dir / "big.onnx"), mode, budget],
-                          capture_output=True, text=True, check=True, cwd=Path(__file__).parent.parent)
+                          capture_output=True, text=True, check=True, cwd=Path(__file__).parent.parent, env=env)
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
     print(f"\n{mode}, budget {budget} s, applied {figures['applied']}: model {size / 2**30:.2f} GiB, peak RSS {figures['peak_rss_bytes'] / 2**30:.2f} GiB "
           f"({figures['peak_rss_bytes'] / size:.2f}x), {figures['seconds']:.1f} s, check {figures['check']}")
@@ -102,6 +104,9 @@ def test_over_2gb_model_roundtrips_keeping_external_data(big_folder: Path, mode:
     assert (out_dir / "big.onnx").stat().st_size < 2**31
     if budget == "0":
         assert (out_dir / "big.onnx.data").stat().st_size == size
-    assert figures["peak_rss_bytes"] <= 1.5 * size
+    # the measured decision times both models interleaved, so both sessions are alive (2.2x
+    # here); loading, searching, the reference run and the check each stay under 1.5x
+    decided = mode == "check" and figures["applied"]
+    assert figures["peak_rss_bytes"] <= (2.3 if decided else 1.5) * size
     if mode == "no-check" and budget == "0":
         assert figures["peak_rss_bytes"] < 0.5 * size
