@@ -54,7 +54,27 @@ class FidelityReport:
         for cand, ms in sorted(zip(self.candidates, self.measured_ms, strict=True), key=lambda p: p[1]):
             rows.append(f"{cand.predicted:13.4f} {ms:12.4f}  {' '.join(cand.rules) or '(input)'}")
         rows.append(f"spearman rank correlation: {self.spearman:.3f} over {len(self.candidates)} graphs")
+        resolvable = self.resolvable()
+        rows.append(
+            f"spearman over the {len(resolvable)} graphs measured more than {RESOLVABLE:.0%} from the input "
+            f"(and the input): {spearman(*zip(*resolvable, strict=True)) if len(resolvable) > 2 else float('nan'):.3f}"
+        )
         return "\n".join(rows)
+
+    def resolvable(self) -> list[tuple[float, float]]:
+        """(predicted, measured) of the input and of the candidates whose measured latency
+        differs from the input's by more than `RESOLVABLE`: the ones timing can rank."""
+        base = self.measured_ms[0]
+        return [
+            (cand.predicted, ms)
+            for k, (cand, ms) in enumerate(zip(self.candidates, self.measured_ms, strict=True))
+            if k == 0 or abs(ms / base - 1) > RESOLVABLE
+        ]
+
+
+RESOLVABLE = 0.03
+"""Candidates within this fraction of the input's latency differ by less than repeated
+end-to-end measurements of one graph spread here (2-3%): their order is noise."""
 
 
 def make_candidates(

@@ -48,3 +48,14 @@ def test_rule_candidates_are_partial_sweeps_priced_rewrite_by_rewrite() -> None:
         assert all(" x" in rule for rule in candidate.rules)
         # the analytical model is exactly incremental: pricing along the chain = pricing the result
         assert candidate.predicted == pytest.approx(model.cost(candidate.graph), rel=1e-9)
+
+
+def test_resolvable_graphs_are_those_timing_can_tell_from_the_input() -> None:
+    from taso.search.fidelity import Candidate, FidelityReport
+
+    graph = import_model(conv_net(channels=16))
+    predicted = [10.0, 9.0, 10.1, 12.0, 9.9]
+    measured = (10.0, 9.0, 10.2, 11.0, 10.05)  # 10.2 and 10.05 are within 3% of the input
+    report = FidelityReport(tuple(Candidate(graph, (), p) for p in predicted), measured, spearman(predicted, measured))
+    assert report.resolvable() == [(10.0, 10.0), (9.0, 9.0), (12.0, 11.0)]
+    assert "over the 3 graphs measured more than 3% from the input (and the input): 1.000" in report.table()
