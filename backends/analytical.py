@@ -149,7 +149,7 @@ _FLOP_COUNTERS: dict[str, Callable[[onnx.NodeProto, _NodeShapes], float]] = {
 def infer_shapes(model: onnx.ModelProto, input_shapes: Mapping[str, Shape]) -> _NodeShapes:
     """Run onnx shape inference on a weight-free copy with concrete input shapes."""
     light = _shape_only_model(model, input_shapes)
-    inferred = call_ort("shape inference", lambda: onnx.shape_inference.infer_shapes(light))
+    inferred = call_ort("shape inference", lambda: onnx.shape_inference.infer_shapes(light, data_prop=True))
     shapes: dict[str, Shape] = {}
     itemsizes: dict[str, int] = {}
     graph = inferred.graph
