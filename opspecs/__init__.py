@@ -5,7 +5,8 @@ check, NumPy reference semantics, Z3 encoding, enumeration hints and cost hint
 of one operator.  Axioms relating operators live in ``taso.opspecs.axioms``.
 """
 
-from taso.opspecs._registry import all_specs, get_spec, spec_by_name
+from taso.opspecs._elementwise import unary_spec
+from taso.opspecs._registry import EXTRA_SPECS_ENV, all_specs, get_spec, spec_by_name
 from taso.opspecs._spec import EmitNode, OnnxNode, OpSpec
 from taso.opspecs._types import (
     CheckResult,
@@ -24,6 +25,7 @@ from taso.opspecs._types import (
 from taso.opspecs._z3 import TENSOR
 
 __all__ = [
+    "EXTRA_SPECS_ENV",
     "TENSOR",
     "CheckResult",
     "Cost",
@@ -43,4 +45,5 @@ __all__ = [
     "all_specs",
     "get_spec",
     "spec_by_name",
+    "unary_spec",
 ]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
+from types import ModuleType
 
+from taso.errors import UsageError
 from taso.opspecs._spec import OpSpec
 
 # One module per operator; order is the listing order of ``taso-gen ops``.
@@ -22,13 +25,34 @@ SPEC_MODULES = (
 
 ONNX_DOMAINS = ("", "ai.onnx")
 
+EXTRA_SPECS_ENV = "TASO_EXTRA_SPECS"
+"""Comma-separated importable modules, each with a ``SPEC`` like the built-in spec modules
+and optionally ``AXIOMS``: operators of the user's own, listed after the built-in ones
+(see ``examples/add_an_operator.py``). Read once per process; generator workers inherit it."""
+
+
+@functools.cache
+def extra_spec_modules() -> tuple[ModuleType, ...]:
+    """The modules named by `EXTRA_SPECS_ENV`; a module that cannot be imported is a usage error."""
+    names = [name.strip() for name in os.environ.get(EXTRA_SPECS_ENV, "").split(",") if name.strip()]
+    modules = []
+    for name in names:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            raise UsageError(f"{EXTRA_SPECS_ENV}: cannot import {name!r}: {exc}") from None
+        if not isinstance(getattr(module, "SPEC", None), OpSpec):
+            raise UsageError(f"{EXTRA_SPECS_ENV}: module {name!r} has no SPEC (an OpSpec)")
+        modules.append(module)
+    return tuple(modules)
+
 
 @functools.cache
 def all_specs() -> tuple[OpSpec, ...]:
     """Every registered spec, in a stable order."""
     specs = tuple(
         importlib.import_module(f"taso.opspecs.{name}").SPEC for name in SPEC_MODULES
-    )
+    ) + tuple(module.SPEC for module in extra_spec_modules())
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise RuntimeError(f"duplicate spec names in {names}")

@@ -57,7 +57,7 @@ class FieldEvaluator:
 
     def evaluate(self, op: str, inputs: Sequence[np.ndarray], params: dict) -> list[np.ndarray]:
         full = _spec(op).complete(params)
-        handler = _HANDLERS[op]
+        handler = _HANDLERS.get(op) or _by_kind(op)
         return [np.asarray(o, dtype=np.int64) % self.prime for o in handler(self, inputs, full)]
 
     def scalar(self, value: float) -> np.int64:
@@ -211,3 +211,11 @@ def digest(arrays: Sequence[np.ndarray]) -> bytes:
         h.update(repr(a.shape).encode())
         h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
     return h.digest()
+
+
+@functools.cache
+def _by_kind(op: str) -> FieldOp:
+    """An operator without a handler of its own (one the user added, see
+    `taso.opspecs.EXTRA_SPECS_ENV`): its NumPy semantics mod p if its spec says it is
+    polynomial, else an uninterpreted random function, like the built-in ones."""
+    return _via_spec(op) if _spec(op).polynomial else _uninterpreted(op)

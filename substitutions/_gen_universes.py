@@ -52,4 +52,22 @@ def select(ops: tuple[str, ...] | None) -> tuple[Universe, ...]:
         kept = tuple(o for o in u.ops if o in ops)
         if kept:
             out.append(Universe(u.name, kept, u.leaves, u.param_values, u.max_outputs))
+    uncovered = tuple(o for o in ops if not any(o in u.ops for u in UNIVERSES))
+    if uncovered:
+        out.append(_elementwise(uncovered + tuple(o for o in ops if o in _ELEMENTWISE_PARTNERS and o not in uncovered)))
     return tuple(out)
+
+
+_ELEMENTWISE_PARTNERS = ("Add", "Mul", "Relu")
+
+
+def _elementwise(ops: tuple[str, ...]) -> Universe:
+    """A universe for requested operators no built-in universe has (Sub, Div, an operator
+    of the user's own such as examples/neg_op.py), with the elementwise operators asked
+    for alongside: three same-shape activations and a 0-d weight. Operators invalid on
+    these shapes are skipped by the enumerator, as everywhere."""
+    return Universe(
+        "elementwise", ops,
+        (Leaf("x", (2, 3), A), Leaf("y", (2, 3), A), Leaf("z", (2, 3), A), Leaf("s", (), W)),
+    )
+

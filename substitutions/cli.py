@@ -208,7 +208,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as stop:
         return int(stop.code or 0)
     handler, _ = COMMANDS[args.command]
-    return handler(args)
+    from taso.errors import InputError, TasoError
+
+    try:
+        return handler(args)
+    except InputError as exc:  # UsageError included: one line, no traceback
+        sys.stderr.write(f"taso-gen: {exc}\n")
+        return EXIT_USAGE
+    except TasoError as exc:
+        sys.stderr.write(f"taso-gen: {exc}\n")
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

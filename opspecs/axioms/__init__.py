@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib
 
+from taso.opspecs._registry import extra_spec_modules
 from taso.opspecs.axioms._core import (
     Algebra,
     ArrayAlgebra,
@@ -47,6 +48,8 @@ def all_axioms() -> tuple[Axiom, ...]:
     axioms: list[Axiom] = []
     for name in AXIOM_MODULES:
         axioms.extend(importlib.import_module(f"taso.opspecs.axioms.{name}").AXIOMS)
+    for module in extra_spec_modules():  # the axioms of the user's own operators
+        axioms.extend(getattr(module, "AXIOMS", ()))
     names = [a.name for a in axioms]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
