@@ -31,7 +31,7 @@ from taso.substitutions._fingerprint import PRIMES, FieldEvaluator
 from taso.substitutions._gen_pairs import STAGES, Evaluated, Rounds, equal_classes
 from taso.substitutions._gen_rules import exactness_of, generalize, pair_rule
 from taso.substitutions._gen_universes import select
-from taso.substitutions._prove import DEFAULT_RLIMIT, SOLVER, prove
+from taso.substitutions._prove import GENERATE_RLIMIT, SOLVER, prove
 from taso.substitutions._witness import check_witness, witness_configs
 from taso.substitutions.rule import Proof, ProofStatus, Rule, RuleLibrary
 
@@ -46,7 +46,7 @@ class Settings:
     max_ops: int = 3
     ops: tuple[str, ...] = ()
     workers: int = 1
-    rlimit: int = DEFAULT_RLIMIT  # Z3 resource limit per proof: deterministic, unlike time
+    rlimit: int = GENERATE_RLIMIT  # Z3 resource limit per proof: deterministic, unlike time
     seed: int = 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +11,7 @@ from taso.substitutions import cli
 from taso.substitutions._enumerate import Leaf, Role, Universe
 from taso.substitutions._fingerprint import PRIMES, FieldEvaluator
 from taso.substitutions._generate import Settings, generate_library
-from taso.substitutions._prove import prove
+from taso.substitutions._prove import DEFAULT_RLIMIT, GENERATE_RLIMIT, prove
 from taso.substitutions._witness import check_witness
 from taso.substitutions.rule import (
     Pattern,
@@ -20,6 +21,7 @@ from taso.substitutions.rule import (
     Rule,
     RuleLibrary,
     dump_rules,
+    load_rules,
 )
 
 SMALL = ("MatMul", "Add", "Transpose")
@@ -49,14 +51,30 @@ def test_stage_counts_and_provenance(tmp_path, capsys) -> None:
                   "after leaf merging", "after renaming", "proved"):
         assert stage in counts
     assert data["provenance"]["spec_set_hash"] and data["provenance"]["generator_version"]
+    assert data["provenance"]["settings"]["rlimit"] == GENERATE_RLIMIT
     assert all(r["proof"]["status"] == "proved" for r in data["rules"])
+
+
+def test_default_rlimits() -> None:
+    """`generate` defaults to the cheaper limit (the 3-op run in minutes); `verify` and
+    `merge` to at least the limit the shipped library was proved under, so it re-proves."""
+    import taso.substitutions as package
+
+    shipped = load_rules(Path(package.__file__).parent / "library" / "rules.json")
+    proved_under = dict(shipped.provenance)["rlimit"]
+    parser = cli.build_parser()
+    assert parser.parse_args(["generate", "-o", "f"]).rlimit == GENERATE_RLIMIT == 250_000
+    assert Settings().rlimit == GENERATE_RLIMIT
+    assert parser.parse_args(["verify", "f"]).rlimit >= proved_under == DEFAULT_RLIMIT
+    assert parser.parse_args(["merge", "f", "-o", "g"]).rlimit >= proved_under
+    assert GENERATE_RLIMIT < DEFAULT_RLIMIT
 
 
 @pytest.mark.slow
 def test_rediscovers_matmul_merge_in_taso_universe() -> None:
     """TASO's matmul universe, restricted to MatMul and Concat: concat(a @ b, a @ c) =
     a @ concat(b, c) is found (tests/test_generate_rediscovery.py has the others)."""
-    library, _ = generate_library(Settings(max_ops=3, ops=("MatMul", "Concat"), rlimit=250_000),
+    library, _ = generate_library(Settings(max_ops=3, ops=("MatMul", "Concat")),
                                   with_axioms=False)
     merges = [r for r in library.rules
               if sorted(n.op for n in r.source.nodes) == ["Concat", "MatMul"]
