@@ -58,6 +58,15 @@ class Universe:
     leaves: tuple[Leaf, ...]
     param_values: tuple[tuple[str, str, tuple], ...] = ()  # (op, param, values) overrides
     max_outputs: int = 2
+    arities: tuple[tuple[str, tuple[int, ...]], ...] = ()  # (op, input counts) overrides
+
+    def __post_init__(self) -> None:
+        for op, counts in self.arities:
+            lo, hi = spec_by_name(op).arity
+            if op not in self.ops or not counts or any(
+                    n < lo or (hi is not None and n > hi) for n in counts):
+                raise ValueError(f"universe {self.name}: arity {counts} of {op} is not "
+                                 f"within {op}'s arity ({lo}, {hi}) or {op} is not used")
 
 
 @dataclass(frozen=True, order=True)
@@ -121,9 +130,14 @@ def initial_state(universe: Universe, evaluator: FieldEvaluator, seed: int) -> _
     return _State(universe, evaluator, tensors)
 
 
-def _arity(op: str) -> int:
+def _arities(universe: Universe, op: str) -> tuple[int, ...]:
+    """Input counts to enumerate: the universe's override (Conv with and without its
+    bias), else two for variadic ops and the minimum for ops with optional inputs."""
+    for name, counts in universe.arities:
+        if name == op:
+            return counts
     lo, hi = spec_by_name(op).arity
-    return 2 if hi is None else lo
+    return (2,) if hi is None else (lo,)
 
 
 def _split_params(op: str, params: dict, shape: tuple[int, ...]) -> dict | None:
@@ -156,7 +170,8 @@ def candidate_nodes(state: _State, choices: list) -> Iterator[tuple[Node, tuple]
     count = len(state.tensors)
     for oi, pi, op, params in choices:
         spec = spec_by_name(op)
-        for inputs in itertools.product(range(count), repeat=_arity(op)):
+        arity = _arities(state.universe, op)
+        for inputs in itertools.chain(*(itertools.product(range(count), repeat=n) for n in arity)):
             if op in COMMUTATIVE and inputs[0] > inputs[1] and len(
                     {state.tensors[i].const for i in inputs}) == 1:
                 continue  # input ordering: one of x+y, y+x

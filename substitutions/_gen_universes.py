@@ -7,6 +7,8 @@ channels, a 0-d scale), so enumeration stays exhaustive up to K operators.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from taso.substitutions._enumerate import Leaf, Role, Universe
 
 A, W = Role.ACTIVATION, Role.WEIGHT
@@ -42,6 +44,24 @@ MATMUL = Universe(
 
 UNIVERSES = (MATMUL, CONV, POOL)
 
+CHANNEL = Universe(
+    "channel",
+    ("Conv", "Mul", "Add", "Reshape"),
+    (Leaf("x", (1, 2, 2, 2), A), Leaf("w", (3, 2, 1, 1), W),
+     Leaf("k", (3, 1, 1), W), Leaf("t", (3, 1, 1), W)),
+    param_values=(("Conv", "strides", ((1, 1),)), ("Conv", "pads", ((0, 0, 0, 0),)),
+                  ("Conv", "activation", ("none",)),
+                  ("Reshape", "shape", ((-1, 1, 1, 1), (-1,)))),
+    max_outputs=1,
+    arities=(("Conv", (2, 3)),),
+)
+"""A per-channel affine map after a Conv, as BatchNorm is (`bn_decompose`: ``bn(y) = y * k
++ t`` with ``k``, ``t`` of shape (C, 1, 1)) and as converters emit it: the scale ``k`` and
+shift ``t``, the two layouts a Conv needs them in (weight (M, 1, 1, 1), bias (M,)), and
+Conv with and without its bias. Its 4-op run finds BatchNorm folding,
+``conv(x, w) * k + t = conv(x, w * reshape(k, (M,1,1,1)), reshape(t, (M,)))``. Not part of
+TASO's set (`UNIVERSES`)."""
+
 
 def select(ops: tuple[str, ...] | None) -> tuple[Universe, ...]:
     """Universes restricted to ``ops`` (None: all); universes left without ops are dropped."""
@@ -51,7 +71,7 @@ def select(ops: tuple[str, ...] | None) -> tuple[Universe, ...]:
     for u in UNIVERSES:
         kept = tuple(o for o in u.ops if o in ops)
         if kept:
-            out.append(Universe(u.name, kept, u.leaves, u.param_values, u.max_outputs))
+            out.append(replace(u, ops=kept, arities=tuple(a for a in u.arities if a[0] in kept)))
     uncovered = tuple(o for o in ops if not any(o in u.ops for u in UNIVERSES))
     if uncovered:
         out.append(_elementwise(uncovered + tuple(o for o in ops if o in _ELEMENTWISE_PARTNERS and o not in uncovered)))
@@ -70,4 +90,3 @@ def _elementwise(ops: tuple[str, ...]) -> Universe:
         "elementwise", ops,
         (Leaf("x", (2, 3), A), Leaf("y", (2, 3), A), Leaf("z", (2, 3), A), Leaf("s", (), W)),
     )
-
