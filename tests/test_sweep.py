@@ -54,6 +54,23 @@ def test_the_judge_decides_not_the_prior() -> None:
     assert [s.accepted for s in result.steps] == [False, True]  # ...the judge's verdicts
 
 
+def test_a_sweep_the_prior_calls_slower_must_measure_faster_both_ways() -> None:
+    calls: list[list[str]] = []
+
+    def fooled_once(current: Graph, candidate: Graph, deadline: float) -> Judgement:
+        """Forward: a lucky 1.07x; the fresh pairs the other way round: equal."""
+        calls.append(ops_of(candidate))
+        return Judgement(1.07, True) if len(calls) % 2 else Judgement(1.0, False)
+
+    result = sweep(chain("A", "C", "A"), listing(swap("A", "D")), fooled_once, prior=WEIGHTS, time_budget_s=10)
+    assert ops_of(result.graph) == ["A", "C", "A"] and calls == [["D", "C", "D"], ["A", "C", "A"]]
+    assert not result.steps[0].accepted
+    liked = FakeJudge(OpWeights({"A": 3.0, "D": 1.0, "C": 2.0}).cost)  # really faster: passes both ways
+    assert ops_of(sweep(chain("A", "C", "A"), listing(swap("A", "D")), liked, prior=WEIGHTS, time_budget_s=10).graph) == [
+        "D", "C", "D"]
+    assert len(liked.calls) == 2
+
+
 def test_nothing_faster_returns_the_input_and_judges_each_rule_once() -> None:
     judge = FakeJudge(lambda graph: 1.0)
     graph = chain("A", "C", "A")
