@@ -26,4 +26,10 @@ def test_flops_are_counted_from_the_graph(tmp_path: Path) -> None:
 
 def test_table_gives_the_share_of_the_peak() -> None:
     table = to_markdown([Throughput("m", 1.7, 20.0)], peak=170.0, threads=2)
-    assert "| m | 1.70 | 20.0 | 85 | 50% |" in table
+    assert "| m | 1.70 | 20.0 | 85 | 50% |" in table and "170 GFLOP/s" in table
+
+
+def test_the_peak_is_that_of_a_large_matmul() -> None:
+    from benchmarks.throughput import gemm_peak
+
+    assert gemm_peak(threads=1, repeats=2, size=256) > 1.0  # GFLOP/s: far above any per-op overhead
