@@ -66,21 +66,34 @@ def _interchangeable(universe: Universe, ids: Sequence[int]) -> list[list[int]]:
     """``ids`` grouped by what makes leaves interchangeable: role, shape, constant op."""
     classes: dict[tuple, list[int]] = {}
     for i in ids:
-        leaf = universe.leaves[i]
-        classes.setdefault((leaf.role, leaf.shape, leaf.op, leaf.params), []).append(i)
+        classes.setdefault(_leaf_class(universe, i), []).append(i)
     return list(classes.values())
+
+
+def _leaf_class(universe: Universe, i: int) -> tuple:
+    leaf = universe.leaves[i]
+    return (leaf.role, leaf.shape, leaf.op, leaf.params)
+
+
+def _slots(universe: Universe, group: Sequence[int]) -> list[int]:
+    """The first ``len(group)`` leaves of the universe that are interchangeable with
+    ``group``'s: where a renaming puts them, so that ``f(y)`` and ``f(z)`` are one pair."""
+    key = _leaf_class(universe, group[0])
+    return [i for i in range(len(universe.leaves)) if _leaf_class(universe, i) == key][: len(group)]
 
 
 def canonical_pair(universe: Universe, a: Graph, b: Graph,
                    merge: Mapping[int, int] | None = None) -> str:
-    """Minimum text of the unordered pair over renamings of interchangeable leaves. With
+    """Minimum text of the unordered pair over renamings of interchangeable leaves onto
+    the first leaves of their kind. With
     ``merge`` (leaf -> leaf), the text of the pair's instance that reads leaf ``merge[i]``
     wherever it read leaf i ("" when the instance's two sides are the same)."""
     merge = merge or {}
     used = sorted({merge.get(i, i) for i in used_leaves(universe, a, b)})
     groups = _interchangeable(universe, used)
     best = None
-    for perms in itertools.product(*(itertools.permutations(g) for g in groups)):
+    slots = [_slots(universe, g) for g in groups]
+    for perms in itertools.product(*(itertools.permutations(s) for s in slots)):
         names = [leaf.name for leaf in universe.leaves]
         for group, perm in zip(groups, perms, strict=True):
             for src, dst in zip(group, perm, strict=True):
