@@ -158,3 +158,22 @@ def test_field_semantics_exact_and_uninterpreted() -> None:
 def test_universe_leaves_are_typed(shape) -> None:
     u = Universe("u", ("Add",), (Leaf("a", shape, Role.ACTIVATION), Leaf("w", shape, Role.WEIGHT)))
     assert {leaf.role for leaf in u.leaves} == {Role.ACTIVATION, Role.WEIGHT}
+
+
+def test_renaming_puts_interchangeable_leaves_first() -> None:
+    """`relu(y) = relu(relu(y))` and `relu(z) = relu(relu(z))` are one pair; `x`, `y`
+    in `x * y` are not merged with a lone leaf of another kind."""
+    from taso.substitutions._enumerate import Graph, Node
+    from taso.substitutions._prune import canonical_pair
+
+    universe = Universe("u", ("Relu", "Mul"), (Leaf("x", (2, 2), Role.ACTIVATION), Leaf("y", (2, 2), Role.ACTIVATION),
+                                               Leaf("z", (2, 2), Role.ACTIVATION), Leaf("w", (2, 2), Role.WEIGHT)))
+
+    def relus(leaf: int, count: int) -> Graph:
+        nodes = tuple(Node((0, 0), "Relu", (), (leaf if k == 0 else 3 + k,)) for k in range(count))
+        return Graph(nodes, (3 + count,))
+
+    on_y = canonical_pair(universe, relus(1, 1), relus(1, 2))
+    assert on_y and on_y == canonical_pair(universe, relus(2, 1), relus(2, 2)) == canonical_pair(
+        universe, relus(0, 1), relus(0, 2))
+    assert on_y != canonical_pair(universe, relus(3, 1), relus(3, 2))  # the weight is another kind
