@@ -100,7 +100,8 @@ def optimize_onnx(
         check_model(loaded.model, path=loaded.path)
     say(f"loaded: {len(graph.nodes)} nodes")
     reference = None
-    if time_budget_s > 0 and (check or backend == "ort-cpu"):  # the check's expected outputs; the judge's timing
+    if time_budget_s > 0 and (check or (backend == "ort-cpu" and not _has_external_weights(graph))):
+        # the check's expected outputs; the sweep judge's timing (no sweeps for external weights)
         with phases.time("check"):
             reference = run_reference(_source(loaded), profile=profile)
     search_s = _search_seconds(time_budget_s, time.perf_counter() - started, reference if check else None, say)
@@ -136,7 +137,8 @@ def _search_seconds(
     if budget_s == 0:
         return 0.0
     timing = None if reference is None else reference.timing
-    after_s = 0.0 if timing is None else 2 * timing.session_s + timing.run_ms / 1000 + decide_seconds(timing)
+    # the candidate's export and check run (a session's load stands in for the export), then the decision
+    after_s = 0.0 if timing is None else timing.session_s + timing.run_ms / 1000 + decide_seconds(timing)
     search_s = budget_s - elapsed_s - after_s
     if search_s < MIN_SEARCH_SHARE * budget_s:
         search_s = MIN_SEARCH_SHARE * budget_s

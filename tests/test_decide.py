@@ -73,7 +73,7 @@ def test_the_search_gets_what_checking_and_measuring_leave() -> None:
     from taso.backends.compare import ReferenceRun
 
     timed = ReferenceRun(timing=RunTiming(session_s=0.5, run_ms=50.0))
-    after = 2 * 0.5 + 0.05 + decide_seconds(RunTiming(0.5, 50.0))
+    after = 0.5 + 0.05 + decide_seconds(RunTiming(0.5, 50.0))
     said: list[str] = []
     assert abs(_search_seconds(10.0, 1.0, timed, said.append) - (9.0 - after)) < 1e-9 and not said
     assert _search_seconds(10.0, 1.0, None, said.append) == 9.0  # no check: nothing to leave for it
