@@ -63,13 +63,9 @@ DECIDE_WARMUP = 1
 """Untimed runs of each model before the probe pairs (which warm up too, and are not judged)."""
 
 
-def decide(original: ModelSource, optimized: ModelSource, inputs: Mapping[str, np.ndarray]) -> Verdict:
+def _decide_on(pairs: InterleavedPairs) -> Verdict:
     """Two rounds on one pair of sessions (building a large model's session twice more
     would cost seconds); the rounds are still separate windows of time, each judged alone."""
-    return _decide_on(InterleavedPairs(original, optimized, inputs, warmup=DECIDE_WARMUP))
-
-
-def _decide_on(pairs: InterleavedPairs) -> Verdict:
     pairs.extend(PROBE_PAIRS)
     repeats = pairs_for(float(np.median(pairs.a_ms)))
     timings: list[InterleavedTiming] = []
@@ -107,7 +103,7 @@ def _round_passes(timing: InterleavedTiming) -> bool:
 
 
 def decide_seconds(timing: RunTiming) -> float:
-    """About how long `decide` takes on a model that loads and runs in `timing`."""
+    """About how long `Duel.verdict` takes on a model that loads and runs in `timing`."""
     runs = 2 * (1 + DECIDE_WARMUP + PROBE_PAIRS + ROUNDS * pairs_for(timing.run_ms))
     return 2 * timing.session_s + runs * timing.run_ms / 1000
 
@@ -175,19 +171,19 @@ class Duel:
         self._sources, self.inputs = (original, optimized), inputs
         self._cache = CostCache()
         self._keys = _verdict_keys(_pair_signature(original_graph, optimized_graph, inputs, ""), _VERDICT_FIELDS)
+        self._remembered = self._cached()
         self._pairs: InterleavedPairs | None = None
 
     def optimized_outputs(self) -> dict[str, np.ndarray]:
         """The optimized model's outputs; raises BackendError if ORT refuses it."""
-        if self._cached() is not None:
+        if self._remembered is not None:
             return run_model(self._sources[1], self.inputs)
         self._pairs = InterleavedPairs(*self._sources, self.inputs, warmup=DECIDE_WARMUP)
         return self._pairs.second_outputs()
 
     def verdict(self) -> Verdict:
-        cached = self._cached()
-        if cached is not None:
-            return cached
+        if self._remembered is not None:
+            return self._remembered
         pairs = self._pairs or InterleavedPairs(*self._sources, self.inputs, warmup=DECIDE_WARMUP)
         self._pairs = None  # the sessions are released once decided
         verdict = _decide_on(pairs)
@@ -222,10 +218,10 @@ class MeasuredJudge:
 
     Pairs are timed in looks; after each look the verdict is: faster once the median
     paired speedup is at least `MIN_SPEEDUP` with a significant sign test (the bar of
-    each round of `decide`); not faster as soon as the candidate measures slower, or
+    each round of `Duel.verdict`); not faster as soon as the candidate measures slower, or
     after `JUDGE_MAX_LOOKS` looks. A clear loser costs one short look, a small real gain
     gets up to four looks' worth of pairs. (Looking repeatedly raises the chance that
-    noise passes, from 1% to a few percent at most; the final `decide` against the
+    noise passes, from 1% to a few percent at most; the final `Duel.verdict` against the
     original, two more rounds, still stands guard.) A candidate ORT refuses is not
     faster. Verdicts are cached like `Duel`'s, so re-runs are deterministic.
     """
