@@ -1,6 +1,6 @@
 """Axioms of Conv: linearity in input and weight, scalar movement, merging convs that share
-an input or whose inputs concatenate (grouped), identity and enlarged kernels, and folding
-per-channel Mul/Add and zero Pad into the weight, bias and pads."""
+an input or whose inputs concatenate (grouped), identity and enlarged kernels, regrouping,
+and folding per-channel Mul/Add and zero Pad into the weight, bias and pads."""
 
 from __future__ import annotations
 
@@ -55,6 +55,14 @@ CHANNEL_CONFIGS = (
     cfg({"x": (2, 4, 3, 3), "w": (4, 1, 3, 3), "b": (4,), "c": (1, 4, 1, 1)},
         group=4, pads=(1, 1, 1, 1)),
 )
+
+REGROUP_CONFIGS = (
+    cfg({"x": (1, 4, 4, 4), "w": (4, 1, 3, 3)}, group=4, factor=2, pads=(1, 1, 1, 1)),
+    cfg({"x": (2, 8, 5, 5), "w": (4, 2, 3, 3)}, group=4, factor=4, strides=(2, 2), pads=(1, 0, 1, 0)),
+    cfg({"x": (1, 6, 5, 5), "w": (12, 1, 2, 2)}, group=6, factor=3, dilations=(2, 2)),
+    cfg({"x": (1, 4, 3, 3), "w": (8, 2, 1, 1)}, group=2, factor=2),
+)
+"""Grouped convs regrouped: depthwise, several output channels per group, strides, dilations."""
 
 AXIOMS = (
     Axiom("conv_linear_input", "conv(x + y, w) = conv(x, w) + conv(y, w)", ("x", "y", "w"),
@@ -126,6 +134,13 @@ AXIOMS = (
                pads=(1, 0, 1, 0))),
           condition=lambda s, p: p.get("dilations", (1, 1)) == (1, 1),
           derive=lambda s, p: {"enlarged_pads": _enlarge_pads(s, p)}),
+    Axiom("conv_regroup", "conv(x, w; g) = conv(x, regroup(w; g, k); g/k)  (k divides g)",
+          ("x", "w"),
+          lambda a, v, p: a("Conv", v["x"], v["w"], **conv(p)),
+          lambda a, v, p: a("Conv", v["x"], a("Regroup", v["w"], group=p["group"], factor=p["factor"]),
+                            **conv(p, group=int(p["group"]) // int(p["factor"]))),  # type: ignore[call-overload]
+          REGROUP_CONFIGS,
+          condition=lambda s, p: int(p["group"]) % int(p["factor"]) == 0),  # type: ignore[call-overload]
     Axiom("conv_bias_add", "conv(x, w) + c = conv(x, w, reshape(c, (M,)))  (c per channel)",
           ("x", "w", "c"),
           lambda a, v, p: a("Add", a("Conv", v["x"], v["w"], **conv(p)), v["c"]),

@@ -192,4 +192,13 @@ MUTANTS = (
           (cfg({"x": (1, 2, 3, 3), "w": (2, 2, 1, 1), "c": (1, 2, 1, 1)}),
            cfg({"x": (1, 3, 3, 3), "w": (3, 3, 3, 3), "c": (1, 3, 1, 1)}),
            cfg({"x": (2, 2, 2, 2), "w": (2, 2, 1, 1), "c": (2, 1, 1)}))),
+    Axiom("bad_regroup_layout", "WRONG conv(x, w; g) = conv(x, regroup(w; g/k, k); g/k)  (old groups misplaced)",
+          ("x", "w"),
+          lambda a, v, p: a("Conv", v["x"], v["w"], group=p["group"]),
+          lambda a, v, p: a("Conv", v["x"], a("Regroup", v["w"], group=p["group"] // p["factor"],
+                                              factor=p["factor"]),
+                            group=p["group"] // p["factor"]),
+          (cfg({"x": (1, 4, 3, 3), "w": (4, 1, 3, 3)}, group=4, factor=2),
+           cfg({"x": (1, 8, 3, 3), "w": (8, 1, 1, 1)}, group=8, factor=2),
+           cfg({"x": (1, 16, 2, 2), "w": (16, 1, 1, 1)}, group=16, factor=4))),
 )
