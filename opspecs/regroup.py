@@ -14,7 +14,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from taso.opspecs._spec import OpSpec
-from taso.opspecs._types import CheckResult, EnumHints, Lowering, OpKind, ParamKind, Params, ParamSpec, Shape
+from taso.opspecs._types import (
+    CheckResult,
+    EnumHints,
+    Lowering,
+    OpKind,
+    ParamKind,
+    Params,
+    ParamSpec,
+    Shape,
+)
 
 
 def _check(shapes: Sequence[Shape], p: Params) -> CheckResult:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from taso.opspecs import spec_by_name
 from taso.opspecs.axioms import Axiom, Term, TermAlgebra, Var
 from taso.substitutions._axiom_bank import SHAPE_DEPENDENT, bank_axioms
+from taso.substitutions._axiom_families import FAMILIES
 from taso.substitutions._gen_converter import RULE_CONSTRAINTS
 from taso.substitutions._witness import guarded
 from taso.substitutions.rule import (
@@ -123,6 +124,9 @@ def _witness(axiom: Axiom, *, bind: bool) -> list[dict]:
 
 
 def rules_from_axiom(axiom: Axiom) -> list[Rule]:
+    family = FAMILIES.get(axiom.name)
+    if family is not None:  # a parameter computed at match time: rules written per family
+        return family()
     shape_bound = axiom.derive is not None or axiom.name in SHAPE_DEPENDENT
     sides = None if shape_bound else _terms(axiom, _params(axiom))
     rules: list[Rule | None] = []

@@ -42,7 +42,7 @@ def run_pattern(pattern: Pattern, env: Mapping[str, np.ndarray],
             if isinstance(v, ParamVar):
                 v = bindings.get(v.name, spec_by_name(node.op).param(k).default)
             elif isinstance(v, ParamExpr):
-                v = evaluate_expression(v.expr, bindings)
+                v = evaluate_expression(v.expr, {**bindings, **_shape_helpers(values)})
             params[k] = _untuple(v)
         outs = spec_by_name(node.op).evaluate([values[r] for r in node.inputs], params)
         for index, out in enumerate(outs):
@@ -50,6 +50,11 @@ def run_pattern(pattern: Pattern, env: Mapping[str, np.ndarray],
             if index == 0:
                 values[node.id] = out
     return values
+
+
+def _shape_helpers(values: Mapping[str, np.ndarray]) -> dict[str, object]:
+    """`shape` and `rank` of the pattern's tensors, for target expressions that read them."""
+    return {"shape": lambda name: tuple(values[name].shape), "rank": lambda name: values[name].ndim}
 
 
 def _untuple(value: object) -> object:
