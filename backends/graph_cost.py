@@ -17,8 +17,10 @@ so repeated blocks and re-runs cost nothing. Regions that cannot be cut out (no 
 shape, internal ops without a folder, ORT refuses) fall back to the analytical delta;
 `records` lists every region priced, and how.
 
-`AnalyticalCostModel` sums `AnalyticalBackend`'s per-node roofline (no device) and is
-exactly incremental: removed nodes' costs out, added nodes' costs in.
+`AnalyticalCostModel` sums `AnalyticalBackend`'s per-node roofline (no device), optionally
+with the nodes ORT folds into a Conv free (`Folds.ORT`: the prior of the ORT sweeps), and
+is exactly incremental: removed nodes' costs out, added nodes' costs in, and the readers
+next to them re-priced.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import onnx
 import onnxruntime as ort
 
 from taso._onnx_export import node_to_proto
+from taso.backends._ort_fusions import conv_context, folded_into_conv, same_context
 from taso.backends._region import Region, RegionError, extract_region, neighbourhood
 from taso.backends._region_shapes import ConcreteShapes
 from taso.backends._session import ModelSource
@@ -92,12 +95,23 @@ class Timing:
         return max(self.min_repeats, min(self.max_repeats, wanted))
 
 
+class Folds(enum.Enum):
+    """Which runtime's constant folds into a Conv the analytical model counts as free."""
+
+    NONE = "none"  # a plain roofline: every node costs what it computes and moves
+    ORT = "ort"  # ORT folds BatchNormalization and per-channel Mul/Add into a Conv (`_ort_fusions`)
+
+
 class AnalyticalCostModel:
     """Per-node roofline sum (`AnalyticalBackend`), incremental by construction."""
 
-    def __init__(self, backend: AnalyticalBackend | None = None, *, profile: ShapeProfile | None = None):
+    def __init__(
+        self, backend: AnalyticalBackend | None = None, *, profile: ShapeProfile | None = None,
+        folds: Folds = Folds.NONE,
+    ):
         self.backend = backend or AnalyticalBackend()
         self.profile = profile
+        self.folds = folds
         self._shapes: ConcreteShapes | None = None
         self._memo: dict[int, tuple[Node, float]] = {}
 
@@ -111,15 +125,21 @@ class AnalyticalCostModel:
         child = rewrite.graph
         added = sum(self.node_cost(child, child.nodes[i]) for i in rewrite.added)
         removed = sum(self.node_cost(parent, parent.nodes[i]) for i in rewrite.removed)
-        return added - removed
+        kept = _readers_around(child, rewrite.added) | _readers_around(parent, rewrite.removed)
+        kept = {i for i in kept if i in child.nodes and i in parent.nodes}
+        around = sum(self.node_cost(child, child.nodes[i]) - self.node_cost(parent, parent.nodes[i]) for i in kept)
+        return added - removed + around
 
     def node_cost(self, graph: Graph, node: Node) -> float:
-        """Roofline milliseconds of one node (0 for internal weight transforms)."""
+        """Roofline milliseconds of one node: 0 for internal weight transforms and, with
+        `Folds.ORT`, for the nodes ORT folds into the Conv before them."""
+        context = conv_context(graph, node) if self.folds is Folds.ORT else None
         known = self._memo.get(id(node))
-        if known is not None and known[0] is node:
-            return known[1]
-        cost = 0.0 if node.domain == INTERNAL_DOMAIN else self._roofline(graph, node)
-        self._memo[id(node)] = (node, cost)
+        if known is not None and known[0] is node and same_context(known[1], context):
+            return known[2]
+        free = node.domain == INTERNAL_DOMAIN or folded_into_conv(graph, node, context)
+        cost = 0.0 if free else self._roofline(graph, node)
+        self._memo[id(node)] = (node, context, cost)
         return cost
 
     def _roofline(self, graph: Graph, node: Node) -> float:
@@ -141,6 +161,16 @@ class AnalyticalCostModel:
         if self._shapes is None:
             self._shapes = _concrete_shapes(graph, self.profile)
         return self._shapes
+
+
+def _readers_around(graph: Graph, node_ids: Iterable[int]) -> set[int]:
+    """Nodes that read an input or output of `node_ids`: their ORT folding may change."""
+    out: set[int] = set()
+    for node_id in node_ids:
+        node = graph.nodes[node_id]
+        for name in (*node.inputs, *node.outputs):
+            out.update(graph.consumers.get(name, ()))
+    return out
 
 
 def _concrete_shapes(graph: Graph, profile: ShapeProfile | None) -> ConcreteShapes:

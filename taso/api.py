@@ -37,6 +37,7 @@ from taso._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, ru
 from taso._subgraphs import body_node_count, optimize_bodies
 from taso.backends import AnalyticalCostModel, MeasuredCostModel, ShapeProfile
 from taso.backends.compare import ReferenceRun, run_reference, runnable
+from taso.backends.graph_cost import Folds
 from taso.errors import BackendError, UsageError
 from taso.ir import Graph
 from taso.report import CheckStatus, Decision, Latency, Report, StopReason, SweepRecord
@@ -204,7 +205,7 @@ def _sweeping(
         verdict = "kept" if step.accepted else "not faster"
         say(f"sweep {step.rule_id} x{step.rewrites}: measured {step.speedup:.3f}x, {verdict}")
 
-    return Sweeping(judge, AnalyticalCostModel(profile=profile), on_step)
+    return Sweeping(judge, AnalyticalCostModel(profile=profile, folds=Folds.ORT), on_step)
 
 
 def _has_external_weights(graph: Graph) -> bool:

@@ -13,6 +13,7 @@ from taso.backends._region import extract_region, neighbourhood
 from taso.backends.graph_cost import (
     AnalyticalCostModel,
     CostSource,
+    Folds,
     MeasuredCostModel,
     Timing,
 )
@@ -118,3 +119,53 @@ def test_analytical_model_is_exactly_incremental() -> None:
     for rewrite in all_variants(graph):
         fresh = AnalyticalCostModel().cost(rewrite.graph)
         assert model.cost_after(graph, cost, rewrite) == pytest.approx(fresh)
+
+
+def _node_cost(graph, op_type: str, folds: Folds = Folds.ORT) -> float:
+    model = AnalyticalCostModel(folds=folds)
+    return sum(model.node_cost(graph, n) for n in graph.nodes.values() if n.op_type == op_type)
+
+
+def test_analytical_model_prices_what_ort_folds_into_a_conv_as_free() -> None:
+    from onnx import helper as h
+
+    from tests.test_matcher_rules import make_graph, weight
+
+    def net(first: str, *, second_reader: bool = False):  # noqa: ANN202
+        nodes = [h.make_node(first, ["x", "w"] if first == "Conv" else ["x"], ["c"]),
+                 h.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["y"])]
+        outputs = ["y"]
+        if second_reader:
+            nodes.append(h.make_node("Relu", ["c"], ["z"]))
+            outputs.append("z")
+        inits = [weight("w", (4, 4, 1, 1), 1), *(weight(n, (4,), i) for i, n in enumerate("sbmv", 2))]
+        return make_graph(nodes, {"x": [1, 4, 8, 8]}, outputs, inits)
+
+    assert _node_cost(net("Conv"), "BatchNormalization") == 0.0
+    assert _node_cost(net("Relu"), "BatchNormalization") > 0.0
+    assert _node_cost(net("Conv", second_reader=True), "BatchNormalization") > 0.0
+    assert _node_cost(_graph(), "Add") == 0.0  # conv_net's per-channel Add after a Conv
+    assert _node_cost(net("Conv"), "BatchNormalization", Folds.NONE) > 0.0  # a plain roofline
+
+
+def test_analytical_model_with_ort_folds_is_exactly_incremental() -> None:
+    graph = _graph()  # its per-channel Add is free until split-conv puts a Concat before it
+    model = AnalyticalCostModel(folds=Folds.ORT)
+    cost = model.cost(graph)
+    for rewrite in all_variants(graph):
+        fresh = AnalyticalCostModel(folds=Folds.ORT).cost(rewrite.graph)
+        assert model.cost_after(graph, cost, rewrite) == pytest.approx(fresh)
+
+
+def test_analytical_model_prices_narrow_groups_below_peak() -> None:
+    from taso.substitutions._axiom_families import regroup_rule
+    from taso.substitutions.matching import apply, find_matches
+    from tests.test_regroup import _grouped_net
+
+    for channels, group, width, cheaper in ((4, 8, 16, True), (16, 4, 32, False)):
+        model = AnalyticalCostModel()  # one per graph family: it infers shapes once
+        graph = _grouped_net(channels, group, size=64)  # compute-bound
+        rule = regroup_rule(width, depthwise=False)
+        wide = apply(graph, rule, find_matches(graph, rule)[0])
+        # 4 -> 16 wide: 4x the FLOPs, but in full NCHWc blocks; 16 -> 32: just 2x the FLOPs
+        assert (model.cost(wide) < model.cost(graph)) is cheaper
