@@ -25,6 +25,9 @@ from __future__ import annotations
 import json
 
 from taso.opspecs import Exactness
+from taso.opspecs.axioms import Axiom, all_axioms
+from taso.opspecs.axioms.conv import SPLIT_ACTIVATIONS
+from taso.substitutions._witness import guarded
 from taso.substitutions.rule import (
     ParamExpr,
     ParamVar,
@@ -91,8 +94,64 @@ def regroup_rule(width: int, *, depthwise: bool) -> Rule:
 
 def regroup_rules() -> list[Rule]:
     """Narrow groups and depthwise convs, each widened to every width in `REGROUP_WIDTHS`."""
-    return [regroup_rule(width, depthwise=d) for d in (False, True) for width in REGROUP_WIDTHS]
+    return [guarded(regroup_rule(width, depthwise=d)) for d in (False, True) for width in REGROUP_WIDTHS]
 
 
-FAMILIES = {"conv_regroup": regroup_rules}
+def _activation_nodes(kind: str, value: str, prefix: str) -> tuple[list[PatternNode], str]:
+    """Pattern nodes of `activation(value)` (see `taso.opspecs.axioms.conv.activation`)."""
+    if kind == "relu":
+        return [PatternNode(f"{prefix}r", "Relu", (value,), ())], f"{prefix}r"
+    if kind == "silu":
+        return [PatternNode(f"{prefix}s", "Sigmoid", (value,), ()),
+                PatternNode(f"{prefix}m", "Mul", (value, f"{prefix}s"), ())], f"{prefix}m"
+    return [], value
+
+
+def split_output_rule(kind: str, *, bias: bool) -> Rule:
+    """A Conv (group 1) whose activated output is split in two along its channels, as two Convs."""
+    name = "conv_bias_split_output" if bias else "conv_split_output"
+    weights = ("w", "b") if bias else ("w",)
+    params = tuple(sorted([(k, ParamVar(k)) for k in _CONV_VARS] + [("group", 1)]))
+    split = (("axis", 1), ("split", ParamVar("split")))
+    chain, last = _activation_nodes(kind, "n0", "a")
+    source = Pattern((PatternNode("n0", "Conv", ("x", *weights), params), *chain, PatternNode("n9", "Split", (last,), split)))
+    target: list[PatternNode] = [PatternNode(f"s{w}", "Split", (w,), (("axis", 0), ("split", ParamVar("split"))))
+                                 for w in weights]
+    outputs = []
+    for i in range(2):
+        target.append(PatternNode(f"c{i}", "Conv", ("x", *(f"s{w}:{i}" for w in weights)), params))
+        nodes, out = _activation_nodes(kind, f"c{i}", f"a{i}")
+        target += nodes
+        outputs.append((f"n9:{i}", out))
+    constraints = ("rank('x') == 4", "rank('w') == 4", *(f"is_const({w!r})" for w in weights), "len(split) == 2")
+    axiom = next(a for a in all_axioms() if a.name == name)
+    witness = _config_witness(axiom)  # every config's shapes and parameters, with this rule's activation
+    provenance = (("axiom", name), ("method", "axiom"), ("witness", json.dumps(witness, sort_keys=True)))
+    return Rule(f"ax-{name}-{kind}", f"{axiom.math}, act = {kind}",
+                tuple(PatternInput(n) for n in ("x", *weights)), Pattern(tuple(source.nodes)), Pattern(tuple(target)),
+                tuple(outputs), constraints, Exactness.EXACT,
+                Proof(ProofStatus.PROVED, "axiom", "", 0.0, (name,), 0), tuple(sorted(provenance))).validate()
+
+
+def _config_witness(axiom: Axiom) -> list[dict]:
+    """The axiom's configs as rule witness configs (parameters bound, defaults written out)."""
+    out = []
+    for config in axiom.configs:
+        bindings = {"activation": "none", "auto_pad": "NOTSET", "dilations": [1, 1], "pads": [0, 0, 0, 0],
+                    "strides": [1, 1]}
+        bindings.update({k: list(v) if isinstance(v, tuple) else v for k, v in config.params.items() if k != "act"})
+        out.append({"shapes": {k: list(v) for k, v in config.shapes.items()}, "bindings": bindings,
+                    "positive": [], "values": {}})
+    return out
+
+
+def split_output_rules(*, bias: bool) -> list[Rule]:
+    return [guarded(split_output_rule(kind, bias=bias)) for kind in SPLIT_ACTIVATIONS]
+
+
+FAMILIES = {
+    "conv_regroup": regroup_rules,
+    "conv_split_output": lambda: split_output_rules(bias=False),
+    "conv_bias_split_output": lambda: split_output_rules(bias=True),
+}
 """Axiom name -> the builder of its rules (instead of reading rules off its configs)."""

@@ -1,6 +1,7 @@
 """Axioms of Conv: linearity in input and weight, scalar movement, merging convs that share
 an input or whose inputs concatenate (grouped), identity and enlarged kernels, regrouping,
-and folding per-channel Mul/Add and zero Pad into the weight, bias and pads."""
+un-merging a conv whose channels are split, and folding per-channel Mul/Add and zero Pad
+into the weight, bias and pads."""
 
 from __future__ import annotations
 
@@ -63,6 +64,43 @@ REGROUP_CONFIGS = (
     cfg({"x": (1, 4, 3, 3), "w": (8, 2, 1, 1)}, group=2, factor=2),
 )
 """Grouped convs regrouped: depthwise, several output channels per group, strides, dilations."""
+
+SPLIT_ACTIVATIONS = ("none", "relu", "silu")
+"""What may sit between a Conv and the Split of its channels (SiLU as exporters write it)."""
+
+
+def activation(a, y, kind: str):  # noqa: ANN001, ANN201
+    """`y` through the activation `kind` (one of `SPLIT_ACTIVATIONS`)."""
+    if kind == "relu":
+        return a("Relu", y)
+    if kind == "silu":
+        return a("Mul", y, a("Sigmoid", y))
+    return y
+
+
+def _split_output(bias: bool) -> Axiom:
+    """split(act(conv(x, w[, b])), 1, s) = act(conv(x, w_i[, b_i])) for w_i, b_i = split(w, b; 0, s)."""
+    inputs = ("x", "w", "b") if bias else ("x", "w")
+
+    def lhs(a, v, p):  # noqa: ANN001, ANN202
+        y = a("Conv", *(v[n] for n in inputs), **conv(p))
+        return a("Split", activation(a, y, p["act"]), axis=1, split=p["split"])
+
+    def rhs(a, v, p):  # noqa: ANN001, ANN202
+        parts = [a("Split", v[n], axis=0, split=p["split"]) for n in inputs[1:]]
+        return tuple(activation(a, a("Conv", v["x"], *(t[i] for t in parts), **conv(p)), p["act"])
+                     for i in range(len(p["split"])))
+
+    shapes = ({"x": (1, 2, 4, 4), "w": (4, 2, 3, 3), "b": (4,)}, {"x": (1, 3, 5, 5), "w": (6, 3, 1, 1), "b": (6,)},
+              {"x": (2, 2, 5, 5), "w": (5, 2, 2, 2), "b": (5,)})
+    extra = ({"split": (1, 3), "pads": (1, 1, 1, 1), "act": "none"}, {"split": (3, 3), "strides": (2, 2), "act": "silu"},
+             {"split": (2, 3), "dilations": (2, 2), "act": "relu"})
+    configs = tuple(cfg({k: v for k, v in sh.items() if k in inputs}, **ex) for sh, ex in zip(shapes, extra, strict=True))
+    name = "conv_bias_split_output" if bias else "conv_split_output"
+    b = ", b" if bias else ""
+    return Axiom(name, f"split(act(conv(x, w{b})), 1, s) = act(conv(x, split(w, 0, s)[i]{b and ', split(b, 0, s)[i]'}))"
+                 "  (group 1)", inputs, lhs, rhs, configs, condition=lambda s, p: p.get("group", 1) == 1)
+
 
 AXIOMS = (
     Axiom("conv_linear_input", "conv(x + y, w) = conv(x, w) + conv(y, w)", ("x", "y", "w"),
@@ -141,6 +179,8 @@ AXIOMS = (
                             **conv(p, group=int(p["group"]) // int(p["factor"]))),  # type: ignore[call-overload]
           REGROUP_CONFIGS,
           condition=lambda s, p: int(p["group"]) % int(p["factor"]) == 0),  # type: ignore[call-overload]
+    _split_output(bias=False),
+    _split_output(bias=True),
     Axiom("conv_bias_add", "conv(x, w) + c = conv(x, w, reshape(c, (M,)))  (c per channel)",
           ("x", "w", "c"),
           lambda a, v, p: a("Add", a("Conv", v["x"], v["w"], **conv(p)), v["c"]),

@@ -201,4 +201,13 @@ MUTANTS = (
           (cfg({"x": (1, 4, 3, 3), "w": (4, 1, 3, 3)}, group=4, factor=2),
            cfg({"x": (1, 8, 3, 3), "w": (8, 1, 1, 1)}, group=8, factor=2),
            cfg({"x": (1, 16, 2, 2), "w": (16, 1, 1, 1)}, group=16, factor=4))),
+    Axiom("bad_split_output_bias_swapped",
+          "WRONG split(conv(x, w, b), 1, s) = conv(x, split(w)[i], split(b)[1 - i])  (biases swapped)",
+          ("x", "w", "b"),
+          lambda a, v, p: a("Split", a("Conv", v["x"], v["w"], v["b"]), axis=1, split=p["split"]),
+          lambda a, v, p: tuple(a("Conv", v["x"], a("Split", v["w"], axis=0, split=p["split"])[i],
+                                  a("Split", v["b"], axis=0, split=p["split"])[1 - i]) for i in range(2)),
+          (cfg({"x": (1, 2, 3, 3), "w": (4, 2, 1, 1), "b": (4,)}, split=(2, 2)),
+           cfg({"x": (1, 1, 3, 3), "w": (6, 1, 3, 3), "b": (6,)}, split=(3, 3)),
+           cfg({"x": (2, 2, 2, 2), "w": (2, 2, 1, 1), "b": (2,)}, split=(1, 1)))),
 )
