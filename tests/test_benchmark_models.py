@@ -23,7 +23,7 @@ ARCHITECTURES = {
     "nasrnn",
     "bert_base",
 }
-CONVERTER_MODELS = {"mobilenetv3_converted", "transformer_exported", "crnn_converted"}
+CONVERTER_MODELS = {"mobilenetv3_converted", "transformer_exported", "crnn_converted", "yolov8n_exported"}
 # Relative tolerance against the published count; CRNN's figure has two significant digits.
 TOLERANCE = {"crnn_converted": 0.01}
 

@@ -329,6 +329,15 @@ class GraphBuilder:
         shape[axis] = sum(t.shape[axis] for t in tensors)
         return self.node("Concat", list(tensors), shape, axis=axis)
 
+    def split(self, x: Tensor, sizes: Sequence[int], *, axis: int = 1) -> list[Tensor]:
+        """One Split node with explicit sizes (a constant input, as opset 13+ exporters write it)."""
+        outs = [self.fresh("split") for _ in sizes]
+        node_name = self.fresh("Split_node")
+        inputs = [x.name, self.ints("split", sizes).name]
+        self._nodes.append(helper.make_node("Split", inputs, outs, name=node_name, axis=axis))
+        shapes = [tuple(size if i == axis else d for i, d in enumerate(x.shape)) for size in sizes]
+        return [Tensor(name, shape) for name, shape in zip(outs, shapes, strict=True)]
+
     def reshape(self, x: Tensor, shape: Sequence[int]) -> Tensor:
         target = np.arange(math.prod(x.shape)).reshape(shape).shape
         return self.node("Reshape", [x, self.ints("shape", shape)], target)

@@ -11,6 +11,7 @@ from benchmarks.models.nasrnn import build_nasrnn
 from benchmarks.models.resnet import build_resnet50, build_resnext50
 from benchmarks.models.squeezenet import build_squeezenet
 from benchmarks.models.transformer import build_bert_base, build_transformer_exported
+from benchmarks.models.yolo import build_yolov8
 
 _BUILDERS = (
     ModelBuilder(
@@ -92,6 +93,15 @@ _BUILDERS = (
         build_crnn,
         8_300_000,
         "Shi et al. 2016: 8.3M (two significant digits)",
+    ),
+    ModelBuilder(
+        "yolov8n_exported",
+        "YOLOv8n detector, 640x640, folded BN, x*sigmoid(x) SiLU, C2f Split",
+        Origin.CONVERTER,
+        build_yolov8,
+        3_151_896,
+        "Ultralytics yolov8n (3,157,200) less BN's second parameter per folded channel (5,296) and "
+        "the fixed DFL conv (16), plus the two Resize scale vectors (8)",
     ),
 )
 
