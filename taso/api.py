@@ -327,6 +327,7 @@ def _check_and_choose(
         input_nodes=len(loaded.model.graph.node),
         output_nodes=len(chosen.graph.node),
         applied_rewrites=dict(outcome.applied) if chosen is candidate else {},
+        rejected_rewrites={} if chosen is candidate else dict(outcome.applied),
         latency=latency,
         max_abs_diff=diffs,
         check=status,

@@ -84,6 +84,8 @@ class Report:
     warnings: tuple[str, ...] = field(default=())
     sweeps: tuple[SweepRecord, ...] = field(default=())
     """Rule sweeps judged on the whole model, in the order they were judged."""
+    rejected_rewrites: dict[str, int] = field(default_factory=dict)
+    """What the search applied when the original was returned instead (see `decision`)."""
 
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
@@ -103,7 +105,8 @@ class Report:
         lat = self.latency
         lines = [
             f"nodes: {self.input_nodes} -> {self.output_nodes}",
-            "rewrites: " + (", ".join(f"{k} x{v}" for k, v in sorted(self.applied_rewrites.items())) or "none"),
+            "rewrites: " + (_counts(self.applied_rewrites) or "none")
+            + (f" (tried, not kept: {_counts(self.rejected_rewrites)})" if self.rejected_rewrites else ""),
             f"search: {self.stop_reason.value}, {self.graphs_explored} graphs explored",
             "sweeps: " + (", ".join(_sweep(s) for s in self.sweeps) or "none"),
             f"predicted: {_ms(lat.predicted_original_ms)} -> {_ms(lat.predicted_optimized_ms)}",
@@ -114,6 +117,10 @@ class Report:
         ]
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+
+def _counts(rewrites: dict[str, int]) -> str:
+    return ", ".join(f"{k} x{v}" for k, v in sorted(rewrites.items()))
 
 
 def _sweep(record: SweepRecord) -> str:

@@ -123,4 +123,6 @@ def test_a_candidate_onnxruntime_refuses_is_not_returned(tmp_path: Path, monkeyp
     result = taso.optimize_onnx(source, time_budget_s=5, rules=[conv_mul_fold()], backend="analytical")
     assert result.report.decision is taso.Decision.REJECTED
     assert result.report.applied_rewrites == {}
+    assert result.report.rejected_rewrites == {"conv_mul_fold": 1}  # what was tried is still reported
+    assert "tried, not kept: conv_mul_fold x1" in result.report.summary()
     assert [n.op_type for n in result.model.graph.node] == [n.op_type for n in onnx.load(str(source)).graph.node]
