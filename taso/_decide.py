@@ -27,7 +27,7 @@ from taso.backends._session import RunTiming
 from taso.backends.compare import ReferenceRun
 from taso.backends.cost_cache import CostCache, CostKey
 from taso.backends.ort_backends import OrtCpuBackend
-from taso.backends.timing import InterleavedPairs
+from taso.backends.timing import InterleavedPairs, order_balanced
 from taso.errors import BackendError
 from taso.ir import Graph
 from taso.search.sweep import Judgement
@@ -36,12 +36,14 @@ MIN_SPEEDUP = 1.01
 """The optimized model is returned only if every round measures at least this speedup."""
 
 ROUND_SECONDS = 1.0
-MIN_PAIRS, MAX_PAIRS = 10, 400
+MIN_PAIRS, MAX_PAIRS = 16, 400
 ROUNDS = 2
 PROBE_PAIRS = 3
 MIN_SIGN_Z = 2.33
-"""Per round, the optimized model must win significantly more pairs than it loses
-(one-sided sign test, p < 0.01), besides a median speedup of `MIN_SPEEDUP`."""
+"""Per round, the optimized model must win significantly more order-balanced blocks (two
+pairs, A B B A) than it loses (one-sided sign test, p < 0.01), besides a median speedup of
+`MIN_SPEEDUP`. A round has at least `MIN_PAIRS` pairs: 8 blocks, all of which must be won
+to pass at that size (7 of 8 gives z = 2.12)."""
 
 
 @dataclass(frozen=True)
@@ -54,9 +56,11 @@ class Verdict:
     rounds: tuple[float, ...]  # speedup of each round
 
 
-def pairs_for(per_run_ms: float, seconds: float = ROUND_SECONDS) -> int:
-    """How many A/B pairs fit in `seconds` (two runs a pair), clamped."""
-    return int(min(MAX_PAIRS, max(MIN_PAIRS, seconds * 1000.0 / max(2 * per_run_ms, 1e-3))))
+def pairs_for(per_run_ms: float, seconds: float = ROUND_SECONDS, minimum: int = MIN_PAIRS) -> int:
+    """How many A/B pairs fit in `seconds` (two runs a pair), clamped, rounded down to
+    an even count (whole order-balanced blocks)."""
+    pairs = int(min(MAX_PAIRS, max(minimum, seconds * 1000.0 / max(2 * per_run_ms, 1e-3))))
+    return max(2, pairs // 2 * 2)
 
 
 DECIDE_WARMUP = 1
@@ -99,7 +103,7 @@ def _passes(timings: Sequence[InterleavedTiming]) -> bool:
 
 
 def _round_passes(timing: InterleavedTiming) -> bool:
-    return 1.0 / timing.paired_ratio >= MIN_SPEEDUP and sign_test_z(timing.a.samples_ms, timing.b.samples_ms) >= MIN_SIGN_Z
+    return 1.0 / timing.paired_ratio >= MIN_SPEEDUP and balanced_sign_z(timing.a.samples_ms, timing.b.samples_ms) >= MIN_SIGN_Z
 
 
 def decide_seconds(timing: RunTiming) -> float:
@@ -108,8 +112,13 @@ def decide_seconds(timing: RunTiming) -> float:
     return 2 * timing.session_s + runs * timing.run_ms / 1000
 
 
+def balanced_sign_z(a_ms: Sequence[float], b_ms: Sequence[float]) -> float:
+    """`sign_test_z` over order-balanced blocks of two pairs (see `order_balanced`)."""
+    return sign_test_z(*order_balanced(a_ms, b_ms))
+
+
 def sign_test_z(a_ms: Sequence[float], b_ms: Sequence[float]) -> float:
-    """z-score of "B is faster than A" over paired runs (ties count for neither)."""
+    """z-score of "B is faster than A" over paired samples (ties count for neither)."""
     wins = sum(b < a for a, b in zip(a_ms, b_ms, strict=True))
     losses = sum(b > a for a, b in zip(a_ms, b_ms, strict=True))
     n = wins + losses
@@ -134,7 +143,7 @@ def _verdict(timings: list[InterleavedTiming]) -> Verdict:
 
 # --- verdicts remembered in the cost cache -------------------------------------------
 
-_VERDICT_BACKEND = "taso-decision"
+_VERDICT_BACKEND = "taso-decision-v2"  # v2: judged over order-balanced blocks
 _VERDICT_FIELDS = ("faster", "original_ms", "optimized_ms", "spread")
 
 
@@ -204,7 +213,7 @@ class Duel:
 
 JUDGE_LOOK_SECONDS = 0.4
 """Pairs are timed in looks of about this long (at least `JUDGE_MIN_PAIRS` pairs)."""
-JUDGE_MIN_PAIRS = 10
+JUDGE_MIN_PAIRS = 12
 JUDGE_MAX_LOOKS = 4
 _JUDGEMENT_FIELDS = ("faster", "speedup")
 MAX_JUDGED_MS = 100.0
@@ -254,7 +263,7 @@ class MeasuredJudge:
     def _measure(self, current: Graph, candidate: Graph, deadline: float) -> Judgement:
         """Look after look until the verdict is clear; incomplete if the next look (or,
         at the start, the sessions plus one look) would end past `deadline`."""
-        look = max(JUDGE_MIN_PAIRS, pairs_for(self.per_run_ms, JUDGE_LOOK_SECONDS))
+        look = pairs_for(self.per_run_ms, JUDGE_LOOK_SECONDS, JUDGE_MIN_PAIRS)
         look_s = 2 * look * self.per_run_ms / 1000
         if time.perf_counter() + 2 * look_s > deadline:
             return Judgement(1.0, False, complete=False)
@@ -265,7 +274,7 @@ class MeasuredJudge:
                     return Judgement(1.0, False, complete=False)
                 pairs.extend(look)
                 speedup = 1.0 / pairs.timing().paired_ratio
-                if speedup >= MIN_SPEEDUP and sign_test_z(pairs.a_ms, pairs.b_ms) >= MIN_SIGN_Z:
+                if speedup >= MIN_SPEEDUP and balanced_sign_z(pairs.a_ms, pairs.b_ms) >= MIN_SIGN_Z:
                     return Judgement(speedup, True)
                 if speedup < 1.0:
                     break
