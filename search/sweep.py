@@ -5,7 +5,8 @@
         for each rule with matches in current (not judged before):
             sweep <- current with every non-overlapping match of the rule applied
         order the sweeps by a cheap prior (analytical cost change), improving ones first
-        judge each sweep against current, end to end, until one is faster: current <- it
+        judge each sweep against current, end to end, until one is clearly faster
+        (or all are judged): current <- the fastest of those measured faster
     until no sweep is faster, or the budget is spent
 
 Why: on converter output the gains come from a rewrite applied everywhere at once (every
@@ -27,7 +28,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from taso.errors import InvalidModelError
@@ -106,7 +107,7 @@ def sweep(
         if time.perf_counter() >= deadline:
             reason = StopReason.TIME_BUDGET
             break
-        accepted = None
+        accepted, best, round_start = None, 0.0, len(steps)
         for candidate in _ordered(current, expand, expand_rule, prior, skip=judged):
             asked = time.perf_counter()
             if asked >= deadline:
@@ -124,9 +125,15 @@ def sweep(
             )
             if on_step is not None:
                 on_step(steps[-1])
-            if verdict.faster:
-                accepted = candidate
-                break
+            if verdict.faster and verdict.speedup > best:
+                if accepted is not None:
+                    judged.discard(accepted.rule_id)  # outdone this round; may be tried again
+                accepted, best = candidate, verdict.speedup
+                if best >= SETTLED_SPEEDUP:
+                    break
+            elif verdict.faster:
+                judged.discard(candidate.rule_id)
+        steps = _outdone_not_kept(steps, round_start, accepted)
         if accepted is None:
             if time.perf_counter() >= deadline:
                 reason = StopReason.TIME_BUDGET
@@ -134,6 +141,15 @@ def sweep(
         current = accepted.graph
         applied[accepted.rule_id] += accepted.rewrites
     return SweepResult(current, applied, tuple(steps), reason, time.perf_counter() - started, judge_s)
+
+
+def _outdone_not_kept(steps: list[SweepStep], since: int, kept: _Sweep | None) -> list[SweepStep]:
+    """A round's steps with `accepted` true only for the sweep that was applied."""
+    chosen = None if kept is None else kept.rule_id
+    return steps[:since] + [
+        step if step.rule_id == chosen or not step.accepted else replace(step, accepted=False)
+        for step in steps[since:]
+    ]
 
 
 def _confirmed(judge: Judge, current: Graph, candidate: Graph, verdict: Judgement, deadline: float) -> Judgement:
@@ -164,6 +180,14 @@ def _ordered(
         if count:
             sweeps.append(_Sweep(rule_id, swept, count, prior.cost(swept) - base))
     return sorted(sweeps, key=lambda s: (s.predicted_delta > 0, s.predicted_delta, s.rule_id))
+
+
+SETTLED_SPEEDUP = 1.05
+"""A sweep measured at least this much faster is kept at once; a smaller win is kept only
+after the round's other sweeps were judged, if none measured faster still. Sweeps can
+exclude each other: on NasRNN, re-forming Gemm from MatMul+Add (1.03x, within what the
+final decision can resolve) removes the matches of merging `x1 @ y1 + x2 @ y2` into one
+MatMul (1.27x), and taking the first win kept the small one."""
 
 
 MAX_ROUNDS = 8

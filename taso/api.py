@@ -202,7 +202,7 @@ def _sweeping(
         return None
 
     def on_step(step: SweepStep) -> None:
-        verdict = "kept" if step.accepted else "not faster"
+        verdict = "faster" if step.accepted else "not faster"
         say(f"sweep {step.rule_id} x{step.rewrites}: measured {step.speedup:.3f}x, {verdict}")
 
     return Sweeping(judge, AnalyticalCostModel(profile=profile, folds=Folds.ORT), on_step)

@@ -89,6 +89,18 @@ def test_sweeps_chain_after_an_accepted_one() -> None:
     assert result.applied == {"A->B": 2, "B->E": 2}
 
 
+def test_a_small_win_waits_for_the_rounds_other_sweeps() -> None:
+    """A->B wins 1.3% and removes A->E's matches, which win 1.67x: the bigger one is kept."""
+    judge = FakeJudge(OpWeights({"A": 3.0, "B": 2.95, "C": 2.0, "E": 1.0}).cost)
+    result = sweep(chain("A", "C", "A"), listing(swap("A", "B"), swap("A", "E")), judge, prior=WEIGHTS, time_budget_s=10)
+    assert ops_of(result.graph) == ["E", "C", "E"] and result.applied == {"A->E": 2}
+    assert [(s.rule_id, s.accepted) for s in result.steps] == [("A->B", False), ("A->E", True)]
+    assert result.steps[0].speedup > 1.01  # measured faster, outdone, so not kept
+    clear = FakeJudge(OpWeights({"A": 3.0, "B": 1.0, "C": 2.0, "E": 1.0}).cost)  # A->B: 1.6x, settled at once
+    result = sweep(chain("A", "C", "A"), listing(swap("A", "B"), swap("A", "E")), clear, prior=WEIGHTS, time_budget_s=10)
+    assert result.applied == {"A->B": 2} and len(clear.calls) == 1
+
+
 def test_a_rejected_rule_is_not_judged_again_after_an_acceptance() -> None:
     device = OpWeights({"A": 3.0, "B": 3.0, "C": 2.0, "E": 1.0})
     judge = FakeJudge(device.cost)
