@@ -51,8 +51,8 @@ def test_both_rounds_must_agree() -> None:
 
 
 def test_pairs_fit_the_time_per_round() -> None:
-    assert pairs_for(1.0) == 400 and pairs_for(500.0) == 16 and pairs_for(10.0) == 50
-    assert pairs_for(500.0, minimum=12) == 12 and pairs_for(7.0) % 2 == 0
+    assert pairs_for(1.0) == 400 and pairs_for(500.0) == 12 and pairs_for(10.0) == 50
+    assert pairs_for(500.0, minimum=20) == 20 and pairs_for(7.0) % 2 == 0
 
 
 class _ScriptedPairs:
