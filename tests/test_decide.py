@@ -119,3 +119,22 @@ def test_a_promising_round_is_timed_on_until_significant() -> None:
     assert len(long.a.samples_ms) == 400 and balanced_sign_z(long.a.samples_ms, long.b.samples_ms) >= MIN_SIGN_Z
     losing = _round(_ScriptedPairs(1.1), 12)  # type: ignore[arg-type]
     assert len(losing.a.samples_ms) == 12  # slower: no extension
+
+
+def test_a_slow_models_round_is_not_extended_past_its_time(monkeypatch) -> None:
+    """On a 126 ms model 12 pairs take 3 s: a further look would take the round past
+    `MAX_ROUND_SECONDS`, so an undecided round ends (and the decision says not faster)."""
+    import taso._decide as decide
+
+    clock = [0.0]
+    monkeypatch.setattr(decide.time, "perf_counter", lambda: clock[0])
+
+    class _SlowPairs(_SlowlyConvincingPairs):
+        def extend(self, pairs: int) -> None:
+            clock[0] += pairs * 2 * 0.126
+            super().extend(pairs)
+
+    timing = decide._round(_SlowPairs(1.0), 12)  # type: ignore[arg-type]
+    assert len(timing.a.samples_ms) == 12
+    fast = decide._round(_SlowlyConvincingPairs(1.0), 12)  # type: ignore[arg-type]
+    assert len(fast.a.samples_ms) == 12 * (1 + decide.ROUND_EXTENSIONS)
