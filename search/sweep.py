@@ -65,6 +65,9 @@ class SweepStep:
     predicted_delta: float
     speedup: float
     accepted: bool
+    complete: bool = True
+    """False for a sweep the deadline cut short while it was ahead, kept for the final
+    measured decision (which times it against the original in two full rounds) to settle."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,12 @@ def sweep(
             if verdict.faster and candidate.predicted_delta > 0:
                 verdict = _confirmed(judge, current, candidate.graph, verdict, deadline)
             if not verdict.complete:  # no time left to judge it
+                if verdict.faster and accepted is None and candidate.predicted_delta < 0:
+                    accepted = candidate  # ahead when time ran out: the final decision settles it
+                    steps.append(SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta,
+                                           verdict.speedup, True, complete=False))
+                    if on_step is not None:
+                        on_step(steps[-1])
                 deadline = asked
                 break
             judged.add(candidate.rule_id)

@@ -219,6 +219,18 @@ class Duel:
 
 # --- the sweep's judge ------------------------------------------------------------------
 
+AHEAD_SIGN_Z = 1.0
+"""A judgement the deadline cut short says "faster" (incomplete) when the candidate was
+ahead so far: a median speedup of `MIN_SPEEDUP` and more blocks won than lost by this z."""
+
+
+def _cut_short(pairs: InterleavedPairs) -> Judgement:
+    """The verdict of looks the deadline interrupted: incomplete, and faster only if ahead."""
+    speedup = 1.0 / pairs.timing().paired_ratio
+    ahead = speedup >= MIN_SPEEDUP and balanced_sign_z(pairs.a_ms, pairs.b_ms) >= AHEAD_SIGN_Z
+    return Judgement(speedup, ahead, complete=False)
+
+
 JUDGE_LOOK_SECONDS = 0.4
 """Pairs are timed in looks of about this long (at least `JUDGE_MIN_PAIRS` pairs)."""
 JUDGE_MIN_PAIRS = 12
@@ -277,9 +289,9 @@ class MeasuredJudge:
             return Judgement(1.0, False, complete=False)
         try:
             pairs = InterleavedPairs(self._export(current), export_model(candidate), self.inputs, warmup=2)
-            for _ in range(JUDGE_MAX_LOOKS):
+            for looked in range(JUDGE_MAX_LOOKS):
                 if time.perf_counter() + look_s > deadline:
-                    return Judgement(1.0, False, complete=False)
+                    return Judgement(1.0, False, complete=False) if looked == 0 else _cut_short(pairs)
                 pairs.extend(look)
                 speedup = 1.0 / pairs.timing().paired_ratio
                 if speedup >= MIN_SPEEDUP and balanced_sign_z(pairs.a_ms, pairs.b_ms) >= MIN_SIGN_Z:

@@ -202,7 +202,7 @@ def _sweeping(
         return None
 
     def on_step(step: SweepStep) -> None:
-        verdict = "faster" if step.accepted else "not faster"
+        verdict = ("faster" if step.complete else "ahead when time ran out") if step.accepted else "not faster"
         say(f"sweep {step.rule_id} x{step.rewrites}: measured {step.speedup:.3f}x, {verdict}")
 
     return Sweeping(judge, AnalyticalCostModel(profile=profile, folds=Folds.ORT), on_step)
@@ -336,7 +336,7 @@ def _check_and_choose(
         graphs_explored=outcome.explored,
         phase_seconds=dict(phases.seconds),
         warnings=tuple(notes),
-        sweeps=tuple(SweepRecord(s.rule_id, s.rewrites, s.speedup, s.accepted) for s in outcome.sweeps),
+        sweeps=tuple(SweepRecord(s.rule_id, s.rewrites, s.speedup, s.accepted, s.complete) for s in outcome.sweeps),
     )
     return OptimizeResult(model=chosen, report=report)
 

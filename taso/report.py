@@ -67,6 +67,9 @@ class SweepRecord:
     rewrites: int
     measured_speedup: float
     kept: bool
+    resolved: bool = True
+    """False when the budget ended its judgement while it was ahead: kept for the final
+    measured decision to settle."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,7 @@ def _counts(rewrites: dict[str, int]) -> str:
 
 
 def _sweep(record: SweepRecord) -> str:
-    verdict = "kept" if record.kept else "not kept"
+    verdict = ("kept" if record.resolved else "ahead when time ran out, kept for the decision") if record.kept else "not kept"
     return f"{record.rule_id} x{record.rewrites} {record.measured_speedup:.3f}x {verdict}"
 
 

@@ -138,3 +138,14 @@ def test_a_slow_models_round_is_not_extended_past_its_time(monkeypatch) -> None:
     assert len(timing.a.samples_ms) == 12
     fast = decide._round(_SlowlyConvincingPairs(1.0), 12)  # type: ignore[arg-type]
     assert len(fast.a.samples_ms) == 12 * (1 + decide.ROUND_EXTENSIONS)
+
+
+def test_a_judgement_cut_short_says_faster_only_when_ahead() -> None:
+    from taso._decide import _cut_short
+
+    ahead, behind, level = _ScriptedPairs(0.95), _ScriptedPairs(1.05), _ScriptedPairs(1.0)
+    for pairs in (ahead, behind, level):
+        pairs.extend(12)
+    verdicts = [_cut_short(p) for p in (ahead, behind, level)]  # type: ignore[arg-type]
+    assert [v.faster for v in verdicts] == [True, False, False]
+    assert not any(v.complete for v in verdicts)

@@ -232,3 +232,17 @@ def test_an_incomplete_judgement_ends_the_sweep_without_marking_the_rule() -> No
     )
     assert steps.graph is graph and not steps.steps
     assert steps.stop_reason is StopReason.TIME_BUDGET
+
+
+def test_a_sweep_ahead_when_time_ran_out_is_kept_for_the_decision() -> None:
+    """Cut short while ahead: kept (the final two-round decision settles it), marked
+    unresolved, and the sweep phase ends there."""
+    ahead = Judgement(1.04, True, complete=False)
+    result = sweep(chain("A", "C", "A"), listing(swap("A", "B"), swap("C", "E")),
+                   lambda current, candidate, deadline: ahead, prior=WEIGHTS, time_budget_s=10)
+    assert ops_of(result.graph) == ["B", "C", "B"] and result.applied == {"A->B": 2}
+    assert [(s.rule_id, s.accepted, s.complete) for s in result.steps] == [("A->B", True, False)]
+    assert result.stop_reason is StopReason.TIME_BUDGET
+    slower_by_prior = sweep(chain("A", "C", "A"), listing(swap("A", "D")),
+                            lambda current, candidate, deadline: ahead, prior=WEIGHTS, time_budget_s=10)
+    assert not slower_by_prior.applied  # the prior's doubt is not settled by half a judgement
