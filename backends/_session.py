@@ -214,7 +214,7 @@ def _load_plan(model: ModelSource) -> Iterator[_LoadPlan]:
 
 def _session_options(config: SessionConfig, plan: _LoadPlan) -> ort.SessionOptions:
     options = ort.SessionOptions()
-    options.log_severity_level = 3
+    options.log_severity_level = 4  # a failure raises BackendError with ORT's message; no need to print it too
     options.intra_op_num_threads = config.threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -299,10 +299,15 @@ class TimedRun:
 
 
 _TIMED_RERUN_MAX_MS = 1000.0
+_TIMED_EXTRA_MAX_MS, _TIMED_EXTRA_RUNS = 250.0, 2
+"""A model whose warm run takes under this is run twice more and timed by the median of
+three: one run's time decides whether the rule sweeps judge whole models (under 100 ms),
+and a single 54 ms YOLOv8n run measured over 100 ms on a busy machine."""
 
 
 def run_model_timed(model: ModelSource, inputs: Mapping[str, np.ndarray], *, threads: int = 2) -> TimedRun:
-    """`run_model`, timed: the session's load, and its run once warm.
+    """`run_model`, timed: the session's load, and its run once warm (the median of three
+    runs for a model that runs in under `_TIMED_EXTRA_MAX_MS`).
 
     The first run warms up and its outputs are dropped at once; the second run's outputs
     are kept, so the two runs never hold two sets of outputs in ORT's arena. A model whose
@@ -317,6 +322,9 @@ def run_model_timed(model: ModelSource, inputs: Mapping[str, np.ndarray], *, thr
     if run_ms < _TIMED_RERUN_MAX_MS:
         del outputs
         outputs, run_ms = _timed_run(session, inputs)
+    if run_ms < _TIMED_EXTRA_MAX_MS:
+        samples = [run_ms] + [_timed_run(session, inputs)[1] for _ in range(_TIMED_EXTRA_RUNS)]
+        run_ms = float(np.median(samples))
     del session
     return TimedRun(_owned(outputs), RunTiming(session_s, run_ms))
 
