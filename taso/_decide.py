@@ -67,14 +67,16 @@ DECIDE_WARMUP = 1
 """Untimed runs of each model before the probe pairs (which warm up too, and are not judged)."""
 
 
-def _decide_on(pairs: InterleavedPairs) -> Verdict:
+def _decide_on(pairs: InterleavedPairs, deadline: float = math.inf) -> Verdict:
     """Two rounds on one pair of sessions (building a large model's session twice more
-    would cost seconds); the rounds are still separate windows of time, each judged alone."""
+    would cost seconds); the rounds are still separate windows of time, each judged alone.
+    Both rounds always run (the call's budget reserved them); `deadline` bounds only the
+    extensions, leaving the later round its time."""
     pairs.extend(PROBE_PAIRS)
     repeats = pairs_for(float(np.median(pairs.a_ms)))
     timings: list[InterleavedTiming] = []
     while len(timings) < ROUNDS and _passes(timings):
-        timings.append(_round(pairs, repeats))
+        timings.append(_round(pairs, repeats, deadline, rounds_after=ROUNDS - len(timings) - 1))
     return _verdict(timings)
 
 
@@ -91,14 +93,23 @@ a round's 12 pairs take 3 s, and two extensions of each of two rounds had made a
 call take 30 s."""
 
 
-def _round(pairs: InterleavedPairs, repeats: int) -> InterleavedTiming:
+def _round(
+    pairs: InterleavedPairs, repeats: int, deadline: float = math.inf, rounds_after: int = 0
+) -> InterleavedTiming:
+    """One round of `repeats` pairs, extended (see `ROUND_EXTENSIONS`) while it stays
+    under `MAX_ROUND_SECONDS` and the extension and `rounds_after` more rounds fit before
+    `deadline`."""
     begin, started = len(pairs.a_ms), time.perf_counter()
     pairs.extend(repeats)
+    chunk_s = time.perf_counter() - started
     timing = pairs.timing(since=begin)
     for extension in range(1, ROUND_EXTENSIONS + 1):
         if _round_passes(timing) or 1.0 / timing.paired_ratio < MIN_SPEEDUP:
             break
-        if (time.perf_counter() - started) * (extension + 1) / extension > MAX_ROUND_SECONDS:
+        now = time.perf_counter()
+        if (now - started) * (extension + 1) / extension > MAX_ROUND_SECONDS:
+            break
+        if now + (1 + rounds_after) * chunk_s > deadline:
             break
         pairs.extend(repeats)
         timing = pairs.timing(since=begin)
@@ -198,12 +209,14 @@ class Duel:
         self._pairs = InterleavedPairs(*self._sources, self.inputs, warmup=DECIDE_WARMUP)
         return self._pairs.second_outputs()
 
-    def verdict(self) -> Verdict:
+    def verdict(self, deadline: float = math.inf) -> Verdict:
+        """The measured decision; `deadline` (a `time.perf_counter()` value, the call's
+        budget) bounds the rounds' extensions, never the two rounds themselves."""
         if self._remembered is not None:
             return self._remembered
         pairs = self._pairs or InterleavedPairs(*self._sources, self.inputs, warmup=DECIDE_WARMUP)
         self._pairs = None  # the sessions are released once decided
-        verdict = _decide_on(pairs)
+        verdict = _decide_on(pairs, deadline)
         values = (float(verdict.faster), verdict.original_ms, verdict.optimized_ms, verdict.spread)
         for field_name, value in zip(_VERDICT_FIELDS, values, strict=True):
             self._cache.put(self._keys[field_name], value)

@@ -11,6 +11,7 @@ result is a pure round trip of the original.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import time
 import warnings
@@ -118,7 +119,7 @@ def optimize_onnx(
             check_exported(candidate)
     result = _check_and_choose(
         loaded, graph, original, candidate, outcome, reference, check=check, profile=profile, phases=phases, say=say, notes=notes,
-        measured_costs=backend != "analytical",
+        measured_costs=backend != "analytical", deadline=started + time_budget_s,
     )
     if out_path is not None:
         with phases.time("write"):
@@ -263,6 +264,7 @@ def _check_and_choose(
     say: Callable[[str], None],
     notes: list[str],
     measured_costs: bool,
+    deadline: float = math.inf,
 ) -> OptimizeResult:
     """Check and measure the candidate; pick what to return.
 
@@ -303,7 +305,7 @@ def _check_and_choose(
         if check and decision is Decision.OPTIMIZED:
             with phases.time("measure"):
                 say("measuring both models interleaved")
-                verdict = duel.verdict()
+                verdict = duel.verdict(deadline)
             latency = Latency(
                 predicted_original_ms=latency.predicted_original_ms,
                 predicted_optimized_ms=latency.predicted_optimized_ms,

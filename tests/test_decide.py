@@ -140,6 +140,26 @@ def test_a_slow_models_round_is_not_extended_past_its_time(monkeypatch) -> None:
     assert len(fast.a.samples_ms) == 12 * (1 + decide.ROUND_EXTENSIONS)
 
 
+def test_extensions_leave_the_later_round_its_time(monkeypatch) -> None:
+    """The call's deadline bounds extensions: with room for one more chunk only, the first
+    round is not extended (the second round needs that chunk); the last round may use it."""
+    import taso._decide as decide
+
+    clock = [0.0]
+    monkeypatch.setattr(decide.time, "perf_counter", lambda: clock[0])
+
+    class _TimedPairs(_SlowlyConvincingPairs):
+        def extend(self, pairs: int) -> None:
+            clock[0] += pairs * 2 * 0.01  # 10 ms a run: 0.24 s a chunk of 12 pairs
+            super().extend(pairs)
+
+    first = decide._round(_TimedPairs(1.0), 12, deadline=0.5, rounds_after=1)  # type: ignore[arg-type]
+    assert len(first.a.samples_ms) == 12
+    clock[0] = 0.0
+    last = decide._round(_TimedPairs(1.0), 12, deadline=0.5, rounds_after=0)  # type: ignore[arg-type]
+    assert len(last.a.samples_ms) == 24
+
+
 def test_a_judgement_cut_short_says_faster_only_when_ahead() -> None:
     from taso._decide import _cut_short
 
