@@ -162,7 +162,7 @@ def _verdict(timings: list[InterleavedTiming]) -> Verdict:
 
 # --- verdicts remembered in the cost cache -------------------------------------------
 
-_VERDICT_BACKEND = "taso-decision-v2"  # v2: judged over order-balanced blocks
+_VERDICT_BACKEND = "taso-decision-v3"  # v2: order-balanced blocks; v3: candidate session built first
 _VERDICT_FIELDS = ("faster", "original_ms", "optimized_ms", "spread")
 
 
