@@ -85,6 +85,9 @@ class SessionConfig:
     optimization: GraphOptimization = GraphOptimization.ALL
     spinning: Spinning = Spinning.ON
     providers: tuple[Provider, ...] = ("CPUExecutionProvider",)
+    extra: tuple[tuple[str, str], ...] = ()  # further session config entries
+    optimized_path: str | None = None  # where ORT saves the graph it optimized
+    profile_prefix: str | None = None  # profile runs; ORT writes the trace here
 
 
 def one_line(error: BaseException | str) -> str:
@@ -222,6 +225,13 @@ def _session_options(config: SessionConfig, plan: _LoadPlan) -> ort.SessionOptio
     options.add_session_config_entry("session.intra_op.allow_spinning", config.spinning.value)
     if plan.external_folder is not None:
         options.add_session_config_entry(_EXTERNAL_FOLDER_KEY, str(plan.external_folder))
+    for key, value in config.extra:
+        options.add_session_config_entry(key, value)
+    if config.optimized_path is not None:
+        options.optimized_model_filepath = config.optimized_path
+    if config.profile_prefix is not None:
+        options.enable_profiling = True
+        options.profile_file_prefix = config.profile_prefix
     return options
 
 

@@ -198,6 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=60, help="interleaved runs per candidate")
     parser.add_argument("--shapes", default=None, help="e.g. input=1x3x224x224,batch=1")
     parser.add_argument("--analytical", action="store_true", help="judge the analytical model instead")
+    parser.add_argument("--kernels", action="store_true", help="judge the kernel cost model instead")
     parser.add_argument("--no-cache", action="store_true", help="measure every region afresh")
     parser.add_argument("--rules", action="store_true", help="candidates from the shipped proved rules (partial sweeps)")
     args = parser.parse_args(argv)
@@ -212,7 +213,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(report.table())
     records = getattr(model, "records", [])
-    if records:
+    if records and hasattr(records[0], "new_kernels"):
+        profiled = [r for r in records if r.new_kernels]
+        print(
+            f"graphs priced: {len(records)}, {len(records) - len(profiled)} entirely from cached kernels, "
+            f"{len(profiled)} profiled for {sum(r.new_kernels for r in profiled)} new kernels",
+            file=sys.stderr,
+        )
+    elif records:
         sources = {s: sum(1 for r in records if r.source is s) for s in {r.source for r in records}}
         print("regions priced: " + ", ".join(f"{s.value} {n}" for s, n in sorted(sources.items(), key=lambda p: p[0].value)), file=sys.stderr)
     return 0
@@ -222,13 +230,17 @@ def _setup(args: argparse.Namespace) -> tuple[Graph, object]:
     from taso._model_io import load_model
     from taso._onnx_import import import_model
     from taso.backends import ShapeProfile
-    from taso.backends.graph_cost import AnalyticalCostModel, MeasuredCostModel
+    from taso.backends.graph_cost import AnalyticalCostModel, MeasuredCostModel, UseDefault
 
     loaded = load_model(args.model)
     graph = import_model(loaded.model, base_dir=loaded.base_dir)
     profile = ShapeProfile.parse(args.shapes) if args.shapes else None
     if args.analytical:
         return graph, AnalyticalCostModel(profile=profile)
+    if args.kernels:
+        from taso.backends.kernel_cost import KernelCostModel
+
+        return graph, KernelCostModel(profile=profile, cache=None if args.no_cache else UseDefault.CACHE)
     cache = None if args.no_cache else MeasuredCostModel(profile=profile).cache
     return graph, MeasuredCostModel(profile=profile, hops=args.hops, cache=cache)
 

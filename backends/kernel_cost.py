@@ -1,0 +1,174 @@
+"""Kernel cost model: a graph costs what the kernels ONNX Runtime compiles it to cost.
+
+ORT_ENABLE_ALL rewrites a model before running it (Conv+activation and Conv+Mul/Add
+fusions, QuickGelu and Gelu fusions, the NCHWc layout with reorders where a layout
+changes), so the graph that decides speed is ORT's, not ours: FLOP and node counts
+mislead both ways. `KernelCostModel.cost(graph)`:
+
+1. has ORT compile the graph (`_kernels.compile_kernels`: session creation only);
+2. looks every kernel up by signature (op, attributes, shapes, weight positions) in the
+   persistent `CostCache`;
+3. if some kernel was never seen, profiles the compiled graph once in context
+   (`_kernels.profile_kernels`) and caches every new kernel's median, scaled by how the
+   already-known kernels of the same run compare with their cached times (the machine's
+   speed drifts; the known kernels are the yardstick);
+4. returns the sum of the kernels' times (each corrected for the profiler, see `_learn`).
+
+Two graphs that ORT compiles to the same kernels cost the same, whatever their node
+counts (a Mul that ORT folds into a Conv is free); a rewrite that breaks the NCHWc layout
+pays for the reorders ORT inserts. Kernels repeat across candidates, so after the first
+graphs most candidates are priced from the cache without running anything.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnxruntime as ort
+
+from taso.backends._kernels import (
+    KernelGraph,
+    KernelProfile,
+    ProfileRuns,
+    compile_kernels,
+    profile_kernels,
+)
+from taso.backends._region import extract_region
+from taso.backends._region_shapes import ConcreteShapes
+from taso.backends.cost_cache import CostCache, CostKey
+from taso.backends.graph_cost import UseDefault, _concrete_shapes
+from taso.backends.inputs import make_inputs
+from taso.backends.ort_backends import OrtCpuBackend
+from taso.backends.profiles import ShapeProfile
+from taso.ir import Graph
+from taso.search import Rewrite
+
+BACKEND_NAME = "ort-cpu-kernel"
+DEFAULT_RUNS = ProfileRuns()
+_MIN_SHARE = 0.1  # a corrected kernel time keeps at least this share of its profiled time
+_YARDSTICK_SHARE = 0.3  # known kernels must make up this share of a profile to rescale it
+_MAX_DRIFT = 2.0
+
+
+def _drift(measured: Mapping[str, float], cached: Mapping[str, float | None]) -> float:
+    """How much faster the machine ran the known kernels when cached than now (1: no
+    yardstick: known kernels are under `_YARDSTICK_SHARE` of the profile)."""
+    known = [sig for sig, ms in cached.items() if ms is not None]
+    now = sum(measured[sig] for sig in known)
+    if not known or now < _YARDSTICK_SHARE * sum(measured.values()):
+        return 1.0
+    then = sum(cached[sig] for sig in known)  # type: ignore[misc]
+    return min(max(then / now, 1 / _MAX_DRIFT), _MAX_DRIFT)
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    """One graph priced: its kernel count, how many were new, and its cost."""
+
+    kernels: int
+    new_kernels: int
+    ms: float
+
+
+class KernelCostModel:
+    """Prices graphs by ORT's kernels, each measured once in context and cached.
+
+    `cache`: the user's persistent `CostCache` unless given; None keeps costs in memory
+    only (every process starts cold).
+    """
+
+    def __init__(
+        self,
+        *,
+        profile: ShapeProfile | None = None,
+        threads: int = 2,
+        cache: CostCache | None | UseDefault = UseDefault.CACHE,
+        runs: ProfileRuns = DEFAULT_RUNS,
+    ):
+        self.profile = profile
+        self.threads = threads
+        self.cache = CostCache() if cache is UseDefault.CACHE else cache
+        self.runs = runs
+        self.records: list[KernelRecord] = []
+        self._memory: dict[str, float] = {}
+        self._costs: dict[bytes, float] = {}
+        self._shapes: ConcreteShapes | None = None
+        self._device = OrtCpuBackend(threads=threads, cache=None).device
+
+    # ----- CostModel ------------------------------------------------------------------
+    def cost(self, graph: Graph) -> float:
+        """Predicted latency of `graph` in milliseconds."""
+        known = self._costs.get(graph.structural_hash)
+        if known is None:
+            region = extract_region(graph, graph.nodes, self.shapes_for(graph).shape)
+            with tempfile.TemporaryDirectory(prefix="taso-kernels-") as folder:
+                kernels = compile_kernels(region.source, Path(folder), threads=self.threads)
+                known = self._price(kernels, lambda: make_inputs(region.model))
+            self._costs[graph.structural_hash] = known
+        return known
+
+    def cost_after(self, parent: Graph, parent_cost: float, rewrite: Rewrite) -> float:
+        return self.cost(rewrite.graph)
+
+    def shapes_for(self, graph: Graph) -> ConcreteShapes:
+        if self._shapes is None:
+            self._shapes = _concrete_shapes(graph, self.profile)
+        return self._shapes
+
+    # ----- pricing ----------------------------------------------------------------------
+    def _price(self, graph: KernelGraph, inputs: object) -> float:
+        times = {k.signature: self._lookup(k.signature) for k in graph.kernels if k.signature}
+        signatures = {k.name: k.signature for k in graph.kernels}
+        new = 0
+        if not graph.shapes_known or None in times.values():
+            profile = profile_kernels(graph, inputs(), runs=self.runs, threads=self.threads)  # type: ignore[operator]
+            signatures = {name: sig or profile.signatures.get(name, "") for name, sig in signatures.items()}
+            new = self._learn(profile, signatures)
+            times = {sig: self._lookup(sig) for sig in signatures.values() if sig}
+        priced = [times.get(sig) for sig in signatures.values()]
+        total = sum(t for t in priced if t is not None)
+        self.records.append(KernelRecord(len(priced), new, total))
+        return total
+
+    def _learn(self, profile: KernelProfile, signatures: Mapping[str, str]) -> int:
+        """Cache the kernels this profile saw first; return how many were new.
+
+        Each kernel's median is corrected so that the profiled graph's kernels sum to its
+        plain (unprofiled) run time: the profiler slows big kernels (+10 us each here) and
+        misses the executor's own time between small ones, and the difference is spread
+        evenly over the graph's kernels. Kernels already cached are the yardstick of the
+        machine's current speed: new ones are scaled by how the known ones compare.
+        """
+        correction = (sum(profile.kernel_ms.values()) - profile.plain_ms) / max(len(profile.kernel_ms), 1)
+        by_signature: dict[str, list[float]] = defaultdict(list)
+        for name, ms in profile.kernel_ms.items():
+            if signatures.get(name):
+                by_signature[signatures[name]].append(max(ms - correction, _MIN_SHARE * ms))
+        measured = {sig: statistics.median(values) for sig, values in by_signature.items()}
+        cached = {sig: self._lookup(sig) for sig in measured}
+        fresh = [sig for sig, ms in cached.items() if ms is None]
+        scale = _drift(measured, cached)
+        for sig in fresh:
+            self._store(sig, measured[sig] * scale)
+        return len(fresh)
+
+    def _key(self, signature: str) -> CostKey:
+        return CostKey(BACKEND_NAME, self._device, ort.__version__, f"{signature}|threads={self.threads}")
+
+    def _lookup(self, signature: str) -> float | None:
+        if signature in self._memory:
+            return self._memory[signature]
+        found = self.cache.get(self._key(signature)) if self.cache is not None else None
+        if found is not None:
+            self._memory[signature] = found
+        return found
+
+    def _store(self, signature: str, ms: float) -> None:
+        self._memory[signature] = ms
+        if self.cache is not None:
+            self.cache.put(self._key(signature), ms)

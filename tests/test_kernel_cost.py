@@ -1,0 +1,115 @@
+"""The kernel cost model: ORT's compiled graph, its inferred shapes, pricing from the cache.
+
+Behaviour only, never wall-clock values: shapes agree with what ORT's profiler reports,
+graphs ORT compiles alike cost the same, a warm cache prices without running anything.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from benchmarks.models import MODELS, Size
+from taso._onnx_import import import_model
+from taso.backends import CostCache
+from taso.backends._kernel_shapes import KernelShapeError, infer_kernel_shapes
+from taso.backends._kernels import (
+    KernelGraph,
+    ProfileRuns,
+    compile_kernels,
+    nchwc_block,
+    profile_kernels,
+)
+from taso.backends.inputs import make_inputs
+from taso.backends.kernel_cost import KernelCostModel
+
+_QUICK = ProfileRuns(target_ms=20.0, min_runs=3, max_runs=10, warmup=1)
+
+
+def _conv_model(*, mul_after: bool, relus: int = 1, channels: int = 32) -> onnx.ModelProto:
+    """Conv [-> Mul by a per-channel constant] -> Relu x `relus`."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((channels, channels, 3, 3)).astype(np.float32) * 0.1, "w")
+    s = numpy_helper.from_array(rng.uniform(0.5, 1.5, (channels, 1, 1)).astype(np.float32), "s")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1])]
+    current = "c"
+    if mul_after:
+        nodes.append(helper.make_node("Mul", ["c", "s"], ["m"]))
+        current = "m"
+    for k in range(relus):
+        nodes.append(helper.make_node("Relu", [current], [f"r{k}"]))
+        current = f"r{k}"
+    graph = helper.make_graph(
+        nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, 28, 28])],
+        [helper.make_tensor_value_info(current, TensorProto.FLOAT, None)], [w, s],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("name", ["mobilenetv3_converted", "yolov8n_exported", "transformer_exported", "nasrnn"])
+def test_inferred_shapes_give_the_signatures_the_profiler_reports(name: str, tmp_path) -> None:
+    model = MODELS[name].build(Size.SMALL)
+    inferred = compile_kernels(model, tmp_path)
+    assert inferred.shapes_known
+    unsigned = KernelGraph(inferred.kernels, inferred.path, shapes_known=False)
+    profile = profile_kernels(unsigned, make_inputs(model), runs=_QUICK)
+    assert {k.name: k.signature for k in inferred.kernels} == dict(profile.signatures)
+    assert set(profile.kernel_ms) == {k.name for k in inferred.kernels}
+
+
+def test_nchwc_reorders_pad_channels_to_the_block(tmp_path) -> None:
+    block = nchwc_block()
+    assert block in (1, 8, 16)
+    kernels = compile_kernels(_conv_model(mul_after=False, channels=20), tmp_path)
+    structure = onnx.load(str(kernels.path), load_external_data=False)
+    shapes = infer_kernel_shapes(structure, block)
+    if block > 1:
+        reordered = [n for n in structure.graph.node if n.op_type == "ReorderInput"]
+        assert reordered and shapes[reordered[0].output[0]].shape[1] == -(-20 // block) * block
+
+
+def test_unknown_shapes_are_refused_not_guessed() -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    node = helper.make_node("NonZero", ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [x], [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(KernelShapeError):
+        infer_kernel_shapes(model, 16)
+
+
+def test_a_graph_without_inferable_shapes_is_priced_from_the_profile(tmp_path) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [64])
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"]), helper.make_node("Cast", ["nz"], ["y"], to=TensorProto.FLOAT)]
+    graph = helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    cost_model = KernelCostModel(cache=CostCache(tmp_path), runs=_QUICK)
+    assert cost_model.cost(import_model(model)) > 0
+    assert cost_model.records[-1].new_kernels == 2
+
+
+def test_graphs_ort_compiles_alike_cost_the_same(tmp_path) -> None:
+    """ORT folds a per-channel Mul into the Conv before it: the same kernels, the same cost."""
+    cost_model = KernelCostModel(cache=CostCache(tmp_path), runs=_QUICK)
+    plain = cost_model.cost(import_model(_conv_model(mul_after=False)))
+    with_mul = cost_model.cost(import_model(_conv_model(mul_after=True)))
+    assert with_mul == plain
+    assert cost_model.records[-1].new_kernels == 0  # priced from the first graph's kernels
+
+
+def test_a_warm_cache_prices_without_running(tmp_path) -> None:
+    graph = import_model(_conv_model(mul_after=False, relus=3))
+    first = KernelCostModel(cache=CostCache(tmp_path), runs=_QUICK)
+    cost = first.cost(graph)
+    assert first.records[-1].new_kernels > 0
+    again = KernelCostModel(cache=CostCache(tmp_path), runs=_QUICK)
+    assert again.cost(graph) == cost
+    assert again.records[-1].new_kernels == 0
+
+
+def test_more_kernels_cost_more(tmp_path) -> None:
+    cost_model = KernelCostModel(cache=CostCache(tmp_path), runs=_QUICK)
+    one = cost_model.cost(import_model(_conv_model(mul_after=False, relus=1)))  # Relu fused into the Conv
+    three = cost_model.cost(import_model(_conv_model(mul_after=False, relus=3)))  # two Relus run on their own
+    assert three > one
