@@ -35,7 +35,7 @@ import onnxruntime as ort
 
 from taso._onnx_export import node_to_proto
 from taso.backends._ort_fusions import conv_context, folded_into_conv, same_context
-from taso.backends._region import Region, RegionError, extract_region, neighbourhood
+from taso.backends._region import Region, RegionError, ShapeOf, extract_region, neighbourhood
 from taso.backends._region_shapes import ConcreteShapes
 from taso.backends._session import ModelSource
 from taso.backends.analytical import AnalyticalBackend, _itemsize, _NodeShapes
@@ -159,7 +159,7 @@ class AnalyticalCostModel:
     def shapes_for(self, graph: Graph) -> ConcreteShapes:
         """Concrete shapes, inferred once from the first graph priced."""
         if self._shapes is None:
-            self._shapes = _concrete_shapes(graph, self.profile)
+            self._shapes = concrete_shapes(graph, self.profile)
         return self._shapes
 
 
@@ -173,7 +173,7 @@ def _readers_around(graph: Graph, node_ids: Iterable[int]) -> set[int]:
     return out
 
 
-def _concrete_shapes(graph: Graph, profile: ShapeProfile | None) -> ConcreteShapes:
+def concrete_shapes(graph: Graph, profile: ShapeProfile | None) -> ConcreteShapes:
     try:
         whole = extract_region(graph, graph.nodes, _declared_shape).model
     except RegionError:  # e.g. internal ops and no folder: infer from the inputs only
@@ -251,17 +251,11 @@ class MeasuredCostModel:
 
     def regions(self, parent: Graph, rewrite: Rewrite) -> tuple[Region, Region]:
         """The parent's and the child's region around `rewrite`, with a common border."""
-        child = rewrite.graph
-        changed = rewrite.removed | rewrite.added
-        border = (neighbourhood(parent, rewrite.removed, self.hops) | neighbourhood(child, rewrite.added, self.hops)) - changed
-        shapes = self.shapes_for(parent).shape
-        before = extract_region(parent, rewrite.removed | {i for i in border if i in parent.nodes}, shapes)
-        after = extract_region(child, rewrite.added | {i for i in border if i in child.nodes}, shapes)
-        return before, after
+        return regions(parent, rewrite, self.hops, self.shapes_for(parent).shape)
 
     def shapes_for(self, graph: Graph) -> ConcreteShapes:
         if self._shapes is None:
-            self._shapes = _concrete_shapes(graph, self.profile)
+            self._shapes = concrete_shapes(graph, self.profile)
         return self._shapes
 
     def measured(self) -> list[RegionRecord]:
@@ -304,6 +298,17 @@ class MeasuredCostModel:
         repeats = self.timing.repeats_for(probe.median_ms)
         stats = measure_latency(model, inputs, repeats=repeats, warmup=self.timing.warmup, threads=self.threads)
         return stats.median_ms
+
+
+def regions(parent: Graph, rewrite: Rewrite, hops: int, shapes: ShapeOf) -> tuple[Region, Region]:
+    """The parent's and the child's region around `rewrite`, with a common border:
+    the changed nodes and `hops` producer/consumer steps around them."""
+    child = rewrite.graph
+    changed = rewrite.removed | rewrite.added
+    border = (neighbourhood(parent, rewrite.removed, hops) | neighbourhood(child, rewrite.added, hops)) - changed
+    before = extract_region(parent, rewrite.removed | {i for i in border if i in parent.nodes}, shapes)
+    after = extract_region(child, rewrite.added | {i for i in border if i in child.nodes}, shapes)
+    return before, after
 
 
 def _merged_inputs(models: Iterable[onnx.ModelProto]) -> dict[str, np.ndarray]:

@@ -18,6 +18,12 @@ Two graphs that ORT compiles to the same kernels cost the same, whatever their n
 counts (a Mul that ORT folds into a Conv is free); a rewrite that breaks the NCHWc layout
 pays for the reorders ORT inserts. Kernels repeat across candidates, so after the first
 graphs most candidates are priced from the cache without running anything.
+
+Compiling costs what ORT needs to load and save the model: 0.1 s for MobileNetV3, 2.7 s
+for BERT-base (340 MB of weights written out). Graphs with more than `WHOLE_GRAPH_BYTES`
+of weights are priced differentially instead (`cost_after`): the changed nodes and
+`hops` steps around them are cut out of parent and child, both regions are compiled and
+priced by their kernels, and the child costs the parent's cost plus the difference.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from pathlib import Path
 
 import onnxruntime as ort
 
+from taso._proto_size import tensor_byte_bound
 from taso.backends._kernels import (
     KernelGraph,
     KernelProfile,
@@ -38,18 +45,21 @@ from taso.backends._kernels import (
     compile_kernels,
     profile_kernels,
 )
-from taso.backends._region import extract_region
+from taso.backends._region import Region, RegionError, extract_region
 from taso.backends._region_shapes import ConcreteShapes
 from taso.backends.cost_cache import CostCache, CostKey
-from taso.backends.graph_cost import UseDefault, _concrete_shapes
+from taso.backends.graph_cost import AnalyticalCostModel, UseDefault, concrete_shapes, regions
 from taso.backends.inputs import make_inputs
 from taso.backends.ort_backends import OrtCpuBackend
 from taso.backends.profiles import ShapeProfile
+from taso.errors import BackendError
 from taso.ir import Graph
 from taso.search import Rewrite
 
 BACKEND_NAME = "ort-cpu-kernel"
 DEFAULT_RUNS = ProfileRuns()
+WHOLE_GRAPH_BYTES = 48 << 20
+"""Graphs with at most this much weight are compiled whole for every candidate."""
 _MIN_SHARE = 0.1  # a corrected kernel time keeps at least this share of its profiled time
 _YARDSTICK_SHARE = 0.3  # known kernels must make up this share of a profile to rescale it
 _MAX_DRIFT = 2.0
@@ -89,38 +99,80 @@ class KernelCostModel:
         threads: int = 2,
         cache: CostCache | None | UseDefault = UseDefault.CACHE,
         runs: ProfileRuns = DEFAULT_RUNS,
+        hops: int = 2,
+        whole_graph_bytes: float = WHOLE_GRAPH_BYTES,
     ):
         self.profile = profile
+        self.hops = hops
+        self.whole_graph_bytes = whole_graph_bytes
         self.threads = threads
         self.cache = CostCache() if cache is UseDefault.CACHE else cache
         self.runs = runs
         self.records: list[KernelRecord] = []
         self._memory: dict[str, float] = {}
         self._costs: dict[bytes, float] = {}
+        self._seeded: dict[bytes, float] = {}
         self._shapes: ConcreteShapes | None = None
+        self._whole: bool | None = None
         self._device = OrtCpuBackend(threads=threads, cache=None).device
+        self.fallback = AnalyticalCostModel(profile=profile)
 
     # ----- CostModel ------------------------------------------------------------------
     def cost(self, graph: Graph) -> float:
-        """Predicted latency of `graph` in milliseconds."""
+        """Predicted latency of `graph` in milliseconds (a latency given by `seed` stands in
+        for a graph too large to compile whole; the analytical model's for one that ORT
+        cannot compile or that has no static shapes)."""
         known = self._costs.get(graph.structural_hash)
+        if known is None and not self.whole(graph):
+            known = self._seeded.get(graph.structural_hash)
         if known is None:
-            region = extract_region(graph, graph.nodes, self.shapes_for(graph).shape)
-            with tempfile.TemporaryDirectory(prefix="taso-kernels-") as folder:
-                kernels = compile_kernels(region.source, Path(folder), threads=self.threads)
-                known = self._price(kernels, lambda: make_inputs(region.model))
+            try:
+                known = self._price_region(extract_region(graph, graph.nodes, self.shapes_for(graph).shape))
+            except (RegionError, BackendError):
+                known = self._seeded.get(graph.structural_hash) or self.fallback.cost(graph)
             self._costs[graph.structural_hash] = known
         return known
 
     def cost_after(self, parent: Graph, parent_cost: float, rewrite: Rewrite) -> float:
-        return self.cost(rewrite.graph)
+        try:
+            if self.whole(rewrite.graph):
+                return self._whole_after(parent, parent_cost, rewrite)
+            before, after = regions(parent, rewrite, self.hops, self.shapes_for(parent).shape)
+            return parent_cost + self._price_region(after) - self._price_region(before)
+        except (RegionError, BackendError):
+            return parent_cost + self.fallback.delta(parent, rewrite)
+
+    def _whole_after(self, parent: Graph, parent_cost: float, rewrite: Rewrite) -> float:
+        child = rewrite.graph
+        if child.structural_hash not in self._costs:
+            self._costs[child.structural_hash] = self._price_region(
+                extract_region(child, child.nodes, self.shapes_for(child).shape)
+            )
+        return self._costs[child.structural_hash]
+
+    def seed(self, graph: Graph, latency_ms: float) -> None:
+        """`graph`'s measured latency: its cost, if it is too large to compile whole."""
+        self._seeded[graph.structural_hash] = latency_ms
+
+    def whole(self, graph: Graph) -> bool:
+        """Are this model's graphs compiled whole (small enough), or priced by regions?
+        Decided once, on the first graph asked about."""
+        if self._whole is None:
+            weight = sum(tensor_byte_bound(init.proto) for init in graph.initializers.values())
+            self._whole = weight <= self.whole_graph_bytes
+        return self._whole
 
     def shapes_for(self, graph: Graph) -> ConcreteShapes:
         if self._shapes is None:
-            self._shapes = _concrete_shapes(graph, self.profile)
+            self._shapes = concrete_shapes(graph, self.profile)
         return self._shapes
 
     # ----- pricing ----------------------------------------------------------------------
+    def _price_region(self, region: Region) -> float:
+        with tempfile.TemporaryDirectory(prefix="taso-kernels-") as folder:
+            kernels = compile_kernels(region.source, Path(folder), threads=self.threads)
+            return self._price(kernels, lambda: make_inputs(region.model))
+
     def _price(self, graph: KernelGraph, inputs: object) -> float:
         times = {k.signature: self._lookup(k.signature) for k in graph.kernels if k.signature}
         signatures = {k.name: k.signature for k in graph.kernels}

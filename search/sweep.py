@@ -17,6 +17,12 @@ it; all of them together move the whole model by 20-30%, which an end-to-end
 measurement sees plainly. The judge compares whole models (`Judge`), so a sweep is kept
 only when the graph ORT really runs got faster, neighbours and layout included.
 
+With a `screen` (a measured cost model, such as the kernel cost model, priced just
+before a sweep would be judged), a sweep is not judged at all when the screen prices it
+exactly like the current graph (ORT runs the same kernels: it cannot be faster) or
+predicts it slower by more than `skip_slower`; it is priced again in later rounds, where
+applied sweeps may have changed its effect.
+
 A rule judged not faster is not judged again in a later round (its matches have hardly
 changed; measuring them again would spend the budget on the same answer). The result is
 deterministic for a deterministic judge; a measuring judge should cache its verdicts.
@@ -24,6 +30,7 @@ deterministic for a deterministic judge; a measuring judge should cache its verd
 
 from __future__ import annotations
 
+import enum
 import math
 import time
 from collections import Counter
@@ -56,9 +63,17 @@ class Judge(Protocol):
     def __call__(self, current: Graph, candidate: Graph, deadline: float) -> Judgement: ...
 
 
+class Skipped(enum.Enum):
+    """Why a sweep was not judged."""
+
+    SAME_KERNELS = "priced exactly like the current graph (the same kernels)"
+    PREDICTED_SLOWER = "predicted slower"
+
+
 @dataclass(frozen=True)
 class SweepStep:
-    """One judged sweep: the rule, how many matches it applied, the prior and the verdict."""
+    """One sweep: the rule, how many matches it applied, the prior and the verdict
+    (`speedup` is the measured one, or the predicted one for a sweep not judged)."""
 
     rule_id: str
     rewrites: int
@@ -68,6 +83,8 @@ class SweepStep:
     complete: bool = True
     """False for a sweep the deadline cut short while it was ahead, kept for the final
     measured decision (which times it against the original in two full rounds) to settle."""
+    predicted_speedup: float = 1.0
+    skipped: Skipped | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +113,7 @@ RuleExpand = Callable[[str], Expand]
 def sweep(
     graph: Graph, expand: Expand, judge: Judge, *, prior: CostModel, time_budget_s: float,
     expand_rule: RuleExpand | None = None, on_step: Callable[[SweepStep], None] | None = None,
+    screen: CostModel | None = None, skip_slower: float = math.inf,
 ) -> SweepResult:
     """Apply, rule by rule, every match of the rules whose sweep the judge finds faster.
 
@@ -111,27 +129,36 @@ def sweep(
             reason = StopReason.TIME_BUDGET
             break
         accepted, best, round_start = None, 0.0, len(steps)
-        for candidate in _ordered(current, expand, expand_rule, prior, skip=judged):
+        base = None if screen is None else screen.cost(current)
+        for candidate in _ordered(current, expand, expand_rule, prior, skip=judged, deadline=deadline):
             asked = time.perf_counter()
             if asked >= deadline:
                 break
+            predicted, skip = 1.0, None
+            if screen is not None and base is not None:
+                predicted, skip = _screened(screen.cost(candidate.graph), base, skip_slower)
+            if skip is not None:
+                steps.append(SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta, predicted,
+                                       False, predicted_speedup=predicted, skipped=skip))
+                if on_step is not None:
+                    on_step(steps[-1])
+                continue
             verdict = judge(current, candidate.graph, deadline)
-            if verdict.faster and candidate.predicted_delta > 0:
+            if verdict.faster and (candidate.predicted_delta > 0 or predicted < 1.0):
                 verdict = _confirmed(judge, current, candidate.graph, verdict, deadline)
             if not verdict.complete:  # no time left to judge it
                 if verdict.faster and accepted is None and candidate.predicted_delta < 0:
                     accepted = candidate  # ahead when time ran out: the final decision settles it
                     steps.append(SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta,
-                                           verdict.speedup, True, complete=False))
+                                           verdict.speedup, True, complete=False, predicted_speedup=predicted))
                     if on_step is not None:
                         on_step(steps[-1])
                 deadline = asked
                 break
             judged.add(candidate.rule_id)
             judge_s = max(judge_s, time.perf_counter() - asked)
-            steps.append(
-                SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta, verdict.speedup, verdict.faster)
-            )
+            steps.append(SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta, verdict.speedup,
+                                   verdict.faster, predicted_speedup=predicted))
             if on_step is not None:
                 on_step(steps[-1])
             if verdict.faster and verdict.speedup > best:
@@ -174,17 +201,36 @@ def _confirmed(judge: Judge, current: Graph, candidate: Graph, verdict: Judgemen
     return Judgement(combined, 0.0 < again.speedup < 1.0)
 
 
+SAME_COST = 1e-9
+"""Relative cost difference below which two graphs are priced the same (the kernel model
+sums the same cached kernel times, up to the order of the additions)."""
+
+
+def _screened(cost: float, base: float, slower: float) -> tuple[float, Skipped | None]:
+    """The screen's predicted speedup, and why the sweep is not judged (None: judge it)."""
+    predicted = base / cost if cost > 0 else 1.0
+    if abs(cost - base) <= SAME_COST * abs(base):
+        return predicted, Skipped.SAME_KERNELS
+    if cost - base > slower * base:
+        return predicted, Skipped.PREDICTED_SLOWER
+    return predicted, None
+
+
 def _ordered(
-    graph: Graph, expand: Expand, expand_rule: RuleExpand | None, prior: CostModel, *, skip: set[str]
+    graph: Graph, expand: Expand, expand_rule: RuleExpand | None, prior: CostModel, *, skip: set[str],
+    deadline: float = math.inf,
 ) -> list[_Sweep]:
-    """Every not-yet-judged rule's sweep of `graph`, most promising (by the prior) first."""
+    """Every not-yet-judged rule's sweep of `graph`, most promising (by the prior) first
+    (the rules still unpriced when `deadline` comes, most matches first, are left out)."""
     by_rule: dict[str, list[Rewrite]] = {}
     for rewrite in expand(graph, None):
         if rewrite.rule_id not in skip:
             by_rule.setdefault(rewrite.rule_id, []).append(rewrite)
     base = prior.cost(graph)
     sweeps = []
-    for rule_id, found in by_rule.items():
+    for rule_id, found in sorted(by_rule.items(), key=lambda item: (-len(item[1]), item[0])):
+        if time.perf_counter() >= deadline:
+            break
         swept, count = apply_all(graph, found, expand_rule(rule_id) if expand_rule else None)
         if count:
             sweeps.append(_Sweep(rule_id, swept, count, prior.cost(swept) - base))

@@ -8,6 +8,8 @@ user's model, whatever file it came from.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import time
 from collections import Counter
@@ -134,6 +136,10 @@ class Sweeping:
     judge: Judge
     prior: CostModel
     on_step: Callable[[SweepStep], None] | None = None
+    screen: CostModel | None = None
+    """A measured model that prices each sweep before it is judged: one it prices like
+    the current graph, or `skip_slower` slower, is not judged (see `taso.search.sweep`)."""
+    skip_slower: float = math.inf
 
 
 def run_search(
@@ -165,6 +171,7 @@ def run_search(
         phase = sweep(
             graph, expand, sweeping.judge, prior=sweeping.prior, time_budget_s=SWEEP_SHARE * time_budget_s,
             expand_rule=lambda rule_id: make_expand([by_id[rule_id]]), on_step=sweeping.on_step,
+            screen=sweeping.screen, skip_slower=sweeping.skip_slower,
         )
         start, swept, steps = phase.graph, phase.applied, phase.steps
         reserve = phase.judge_s if swept else 0.0  # for judging the search's result at the end
@@ -172,14 +179,14 @@ def run_search(
             speedup *= step.speedup if step.accepted else 1.0
     left = max(0.0, time_budget_s - reserve - (time.perf_counter() - started))
     if left <= 0:  # the sweeps spent the budget
-        return _outcome(start, swept, StopReason.TIME_BUDGET, steps)
+        return _outcome(start, swept, StopReason.TIME_BUDGET, steps, graph, sweeping)
     result = search(start, expand, cost_model, alpha=alpha, time_budget_s=left, progress=progress)
     best, searched = result.graph, result.applied
     if sweeping is not None and swept and searched and not sweeping.judge(start, best, started + time_budget_s).faster:
         best, searched = start, Counter[str]()
     applied = swept + searched
     initial = None if result.initial_cost is None else result.initial_cost * speedup
-    return SearchOutcome(
+    outcome = SearchOutcome(
         graph=best,
         applied=dict(sorted(applied.items())),
         stop_reason=result.stop_reason,
@@ -188,7 +195,22 @@ def run_search(
         predicted_best_ms=result.best_cost if searched or not swept else result.initial_cost,
         sweeps=steps,
     )
+    return _predicted_by_prior(outcome, graph, sweeping)
 
 
-def _outcome(graph: Graph, applied: Counter[str], reason: StopReason, steps: tuple[SweepStep, ...]) -> SearchOutcome:
-    return SearchOutcome(graph, dict(sorted(applied.items())), reason, explored=len(steps), sweeps=steps)
+def _outcome(graph: Graph, applied: Counter[str], reason: StopReason, steps: tuple[SweepStep, ...],
+             original: Graph, sweeping: Sweeping | None) -> SearchOutcome:
+    outcome = SearchOutcome(graph, dict(sorted(applied.items())), reason, explored=len(steps), sweeps=steps)
+    return _predicted_by_prior(outcome, original, sweeping)
+
+
+def _predicted_by_prior(outcome: SearchOutcome, original: Graph, sweeping: Sweeping | None) -> SearchOutcome:
+    """With a sweep screen, the predicted latencies are the screen's, which prices whole
+    graphs (the original was priced already, and a kept sweep too: memoized)."""
+    if sweeping is None or sweeping.screen is None or not outcome.applied:
+        return outcome
+    return dataclasses.replace(
+        outcome,
+        predicted_original_ms=sweeping.screen.cost(original),
+        predicted_best_ms=sweeping.screen.cost(outcome.graph),
+    )

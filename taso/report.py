@@ -61,15 +61,18 @@ class Latency:
 
 @dataclass(frozen=True)
 class SweepRecord:
-    """One rule sweep judged end to end: every match of `rule_id` applied at once."""
+    """One rule sweep, every match of `rule_id` applied at once: judged end to end, or
+    (`not_judged` says why) ruled out by the kernel cost model's prediction."""
 
     rule_id: str
     rewrites: int
-    measured_speedup: float
+    measured_speedup: float | None
     kept: bool
     resolved: bool = True
     """False when the budget ended its judgement while it was ahead: kept for the final
     measured decision to settle."""
+    predicted_speedup: float | None = None
+    not_judged: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ class Report:
     phase_seconds: dict[str, float]
     warnings: tuple[str, ...] = field(default=())
     sweeps: tuple[SweepRecord, ...] = field(default=())
-    """Rule sweeps judged on the whole model, in the order they were judged."""
+    """Rule sweeps, in the order they were judged (or ruled out unjudged)."""
     rejected_rewrites: dict[str, int] = field(default_factory=dict)
     """What the search applied when the original was returned instead (see `decision`)."""
 
@@ -127,8 +130,11 @@ def _counts(rewrites: dict[str, int]) -> str:
 
 
 def _sweep(record: SweepRecord) -> str:
+    predicted = "" if record.predicted_speedup is None else f" (predicted {record.predicted_speedup:.3f}x)"
+    if record.not_judged is not None or record.measured_speedup is None:
+        return f"{record.rule_id} x{record.rewrites} not judged: {record.not_judged}{predicted}"
     verdict = ("kept" if record.resolved else "ahead when time ran out, kept for the decision") if record.kept else "not kept"
-    return f"{record.rule_id} x{record.rewrites} {record.measured_speedup:.3f}x {verdict}"
+    return f"{record.rule_id} x{record.rewrites} {record.measured_speedup:.3f}x {verdict}{predicted}"
 
 
 def _ms(value: float | None) -> str:

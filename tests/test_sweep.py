@@ -206,7 +206,11 @@ def test_optimize_sweeps_a_converter_model(tmp_path, monkeypatch) -> None:
     report = taso.optimize_onnx(path, time_budget_s=6).report
     judged = {s.rule_id: s for s in report.sweeps}
     assert any(rule.startswith("cv-hard_swish") for rule in judged), judged
-    assert all(s.rewrites >= 1 and s.measured_speedup > 0 for s in report.sweeps)
+    assert all(s.rewrites >= 1 for s in report.sweeps)
+    for record in report.sweeps:  # judged (a measured speedup), or ruled out by the kernel screen
+        assert (record.measured_speedup is None) == (record.not_judged is not None)
+        assert record.measured_speedup is None or record.measured_speedup > 0
+        assert record.predicted_speedup is not None and record.predicted_speedup > 0
     kept = {s.rule_id: s.rewrites for s in report.sweeps if s.kept}
     if report.decision is taso.Decision.OPTIMIZED:
         assert kept.items() <= report.applied_rewrites.items()
@@ -246,3 +250,21 @@ def test_a_sweep_ahead_when_time_ran_out_is_kept_for_the_decision() -> None:
     slower_by_prior = sweep(chain("A", "C", "A"), listing(swap("A", "D")),
                             lambda current, candidate, deadline: ahead, prior=WEIGHTS, time_budget_s=10)
     assert not slower_by_prior.applied  # the prior's doubt is not settled by half a judgement
+
+
+def test_the_screen_rules_out_sweeps_without_judging_them() -> None:
+    """A sweep the screen prices like the current graph (the same kernels), or predicts
+    more than `skip_slower` slower, is reported unjudged; the rest are judged as before."""
+    from taso.search.sweep import Skipped
+
+    screen = OpWeights({"A": 3.0, "B": 1.0, "C": 2.0, "D": 5.0, "E": 2.0})  # C->E: same cost
+    judge = FakeJudge(OpWeights({"A": 3.0, "B": 2.9, "C": 2.0}).cost)  # a small win: the round goes on
+    rules = listing(swap("A", "B"), swap("A", "D"), swap("C", "E"))
+    result = sweep(chain("A", "C", "A"), rules, judge, prior=WEIGHTS, time_budget_s=10, screen=screen, skip_slower=0.03)
+    by_rule = {s.rule_id: s for s in result.steps}
+    assert by_rule["A->D"].skipped is Skipped.PREDICTED_SLOWER and not by_rule["A->D"].accepted
+    assert by_rule["C->E"].skipped is Skipped.SAME_KERNELS
+    assert by_rule["A->B"].skipped is None and by_rule["A->B"].accepted
+    assert by_rule["A->B"].predicted_speedup == 8.0 / 4.0
+    assert all("D" not in after and "E" not in after for _, after in judge.calls)  # never judged
+    assert ops_of(result.graph) == ["B", "C", "B"]
