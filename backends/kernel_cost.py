@@ -76,6 +76,11 @@ def _drift(measured: Mapping[str, float], cached: Mapping[str, float | None]) ->
     return min(max(then / now, 1 / _MAX_DRIFT), _MAX_DRIFT)
 
 
+def weight_bytes(graph: Graph) -> int:
+    """An upper bound of the bytes of `graph`'s weights (what ORT must load and save)."""
+    return sum(tensor_byte_bound(init.proto) for init in graph.initializers.values())
+
+
 @dataclass(frozen=True)
 class KernelRecord:
     """One graph priced: its kernel count, how many were new, and its cost."""
@@ -112,6 +117,8 @@ class KernelCostModel:
         self._memory: dict[str, float] = {}
         self._costs: dict[bytes, float] = {}
         self._seeded: dict[bytes, float] = {}
+        self.profiled_when_priced: dict[bytes, int] = {}
+        """New kernels each whole graph had when it was priced (0: priced from the cache)."""
         self._shapes: ConcreteShapes | None = None
         self._whole: bool | None = None
         self._device = OrtCpuBackend(threads=threads, cache=None).device
@@ -127,7 +134,7 @@ class KernelCostModel:
             known = self._seeded.get(graph.structural_hash)
         if known is None:
             try:
-                known = self._price_region(extract_region(graph, graph.nodes, self.shapes_for(graph).shape))
+                known = self._price_whole(graph)
             except (RegionError, BackendError):
                 known = self._seeded.get(graph.structural_hash) or self.fallback.cost(graph)
             self._costs[graph.structural_hash] = known
@@ -145,10 +152,13 @@ class KernelCostModel:
     def _whole_after(self, parent: Graph, parent_cost: float, rewrite: Rewrite) -> float:
         child = rewrite.graph
         if child.structural_hash not in self._costs:
-            self._costs[child.structural_hash] = self._price_region(
-                extract_region(child, child.nodes, self.shapes_for(child).shape)
-            )
+            self._costs[child.structural_hash] = self._price_whole(child)
         return self._costs[child.structural_hash]
+
+    def _price_whole(self, graph: Graph) -> float:
+        cost = self._price_region(extract_region(graph, graph.nodes, self.shapes_for(graph).shape))
+        self.profiled_when_priced[graph.structural_hash] = self.records[-1].new_kernels
+        return cost
 
     def seed(self, graph: Graph, latency_ms: float) -> None:
         """`graph`'s measured latency: its cost, if it is too large to compile whole."""
@@ -158,8 +168,7 @@ class KernelCostModel:
         """Are this model's graphs compiled whole (small enough), or priced by regions?
         Decided once, on the first graph asked about."""
         if self._whole is None:
-            weight = sum(tensor_byte_bound(init.proto) for init in graph.initializers.values())
-            self._whole = weight <= self.whole_graph_bytes
+            self._whole = weight_bytes(graph) <= self.whole_graph_bytes
         return self._whole
 
     def shapes_for(self, graph: Graph) -> ConcreteShapes:

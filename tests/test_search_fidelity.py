@@ -59,3 +59,13 @@ def test_resolvable_graphs_are_those_timing_can_tell_from_the_input() -> None:
     report = FidelityReport(tuple(Candidate(graph, (), p) for p in predicted), measured, spearman(predicted, measured))
     assert report.resolvable() == [(10.0, 10.0), (9.0, 9.0), (12.0, 11.0)]
     assert "over the 3 graphs measured more than 3% from the input (and the input): 1.000" in report.table()
+
+
+def test_cli_judges_the_kernel_cost_model_by_default(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "m.onnx"
+    onnx.save(conv_net(channels=16), path)
+    assert main([str(path), "--candidates", "20", "--repeats", "3"]) == 0
+    captured = capsys.readouterr()
+    assert "spearman rank correlation" in captured.out
+    assert "entirely from cached kernels" in captured.err
