@@ -8,6 +8,7 @@ from benchmarks.models.inception import build_inception_v3
 from benchmarks.models.mobilenetv3 import build_mobilenetv3
 from benchmarks.models.nasnet import build_nasnet_a
 from benchmarks.models.nasrnn import build_nasrnn
+from benchmarks.models.pplcnet import build_pplcnet
 from benchmarks.models.resnet import build_resnet50, build_resnext50
 from benchmarks.models.squeezenet import build_squeezenet
 from benchmarks.models.transformer import build_bert_base, build_transformer_exported
@@ -102,6 +103,17 @@ _BUILDERS = (
         3_151_896,
         "Ultralytics yolov8n (3,157,200) less BN's second parameter per folded channel (5,296) and "
         "the fixed DFL conv (16), plus the two Resize scale vectors (8)",
+    ),
+)
+
+_BUILDERS += (
+    ModelBuilder(
+        "pplcnet_converted",
+        "PP-LCNet x1.0 (PaddleOCR's mobile backbone), paddle2onnx opset 11: BN nodes, decomposed hard-swish",
+        Origin.CONVERTER,
+        build_pplcnet,
+        2_960_000,
+        "PaddleClas model zoo PPLCNet_x1_0: 2.96M (three significant digits)",
     ),
 )
 
