@@ -29,6 +29,7 @@ from taso.backends.graph_cost import (
     Timing,
 )
 from taso.backends.inputs import make_inputs
+from taso.backends.kernel_cost import KernelCostModel, KernelRecord
 from taso.backends.ort_backends import OrtCpuBackend, OrtCudaBackend
 from taso.backends.profiles import DEFAULT_DIM, ShapeProfile, resolve_shapes
 from taso.backends.protocol import Backend
@@ -41,6 +42,8 @@ from taso.backends.timing import (
 )
 
 __all__ = [
+    "KernelCostModel",
+    "KernelRecord",
     "Timing",
     "RegionRecord",
     "MeasuredCostModel",

@@ -110,7 +110,7 @@ def optimize_with_taso(src: Path, dst: Path, options: ToolOptions) -> dict[str, 
         "stop_reason": report.stop_reason.name.lower(),
         "applied_rewrites": dict(report.applied_rewrites),
         "rejected_rewrites": dict(report.rejected_rewrites),
-        "sweeps": [f"{s.rule_id} x{s.rewrites} {s.measured_speedup:.3f}x {'kept' if s.kept else 'not kept'}" for s in report.sweeps],
+        "sweeps": [s.describe() for s in report.sweeps],
         "time_budget_s": options.time_budget_s,
     }
 

@@ -74,6 +74,14 @@ class SweepRecord:
     predicted_speedup: float | None = None
     not_judged: str | None = None
 
+    def describe(self) -> str:
+        """One line: the rule, its matches, and the verdict (or why it was not judged)."""
+        predicted = "" if self.predicted_speedup is None else f" (predicted {self.predicted_speedup:.3f}x)"
+        if self.not_judged is not None or self.measured_speedup is None:
+            return f"{self.rule_id} x{self.rewrites} not judged: {self.not_judged}{predicted}"
+        verdict = ("kept" if self.resolved else "ahead when time ran out, kept for the decision") if self.kept else "not kept"
+        return f"{self.rule_id} x{self.rewrites} {self.measured_speedup:.3f}x {verdict}{predicted}"
+
 
 @dataclass(frozen=True)
 class Report:
@@ -114,7 +122,7 @@ class Report:
             "rewrites: " + (_counts(self.applied_rewrites) or "none")
             + (f" (tried, not kept: {_counts(self.rejected_rewrites)})" if self.rejected_rewrites else ""),
             f"search: {self.stop_reason.value}, {self.graphs_explored} graphs explored",
-            "sweeps: " + (", ".join(_sweep(s) for s in self.sweeps) or "none"),
+            "sweeps: " + (", ".join(s.describe() for s in self.sweeps) or "none"),
             f"predicted: {_ms(lat.predicted_original_ms)} -> {_ms(lat.predicted_optimized_ms)}",
             f"measured:  {_ms(lat.measured_original_ms)} -> {_ms(lat.measured_optimized_ms)}"
             + (f"  (speedup {lat.speedup:.3f}x)" if lat.speedup else ""),
@@ -127,14 +135,6 @@ class Report:
 
 def _counts(rewrites: dict[str, int]) -> str:
     return ", ".join(f"{k} x{v}" for k, v in sorted(rewrites.items()))
-
-
-def _sweep(record: SweepRecord) -> str:
-    predicted = "" if record.predicted_speedup is None else f" (predicted {record.predicted_speedup:.3f}x)"
-    if record.not_judged is not None or record.measured_speedup is None:
-        return f"{record.rule_id} x{record.rewrites} not judged: {record.not_judged}{predicted}"
-    verdict = ("kept" if record.resolved else "ahead when time ran out, kept for the decision") if record.kept else "not kept"
-    return f"{record.rule_id} x{record.rewrites} {record.measured_speedup:.3f}x {verdict}{predicted}"
 
 
 def _ms(value: float | None) -> str:

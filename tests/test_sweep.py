@@ -268,3 +268,12 @@ def test_the_screen_rules_out_sweeps_without_judging_them() -> None:
     assert by_rule["A->B"].predicted_speedup == 8.0 / 4.0
     assert all("D" not in after and "E" not in after for _, after in judge.calls)  # never judged
     assert ops_of(result.graph) == ["B", "C", "B"]
+
+
+def test_sweep_records_describe_judged_and_unjudged_sweeps() -> None:
+    from taso.report import SweepRecord
+
+    judged = SweepRecord("cv-hard_swish_div6_mul", 21, 1.345, True, True, 1.4)
+    assert judged.describe() == "cv-hard_swish_div6_mul x21 1.345x kept (predicted 1.400x)"
+    unjudged = SweepRecord("cv-fold_mul_conv", 46, None, False, True, 1.0, "the same kernels")
+    assert unjudged.describe() == "cv-fold_mul_conv x46 not judged: the same kernels (predicted 1.000x)"
