@@ -20,7 +20,7 @@ only when the graph ORT really runs got faster, neighbours and layout included.
 With a `screen` (a measured cost model, such as the kernel cost model, priced just
 before a sweep would be judged), a sweep is not judged at all when the screen prices it
 exactly like the current graph (ORT runs the same kernels: it cannot be faster) or
-predicts it slower by more than `skip_slower`; it is priced again in later rounds, where
+predicts a speedup under `min_predicted`; it is priced again in later rounds, where
 applied sweeps may have changed its effect.
 
 A rule judged not faster is not judged again in a later round (its matches have hardly
@@ -67,7 +67,7 @@ class Skipped(enum.Enum):
     """Why a sweep was not judged."""
 
     SAME_KERNELS = "priced exactly like the current graph (the same kernels)"
-    PREDICTED_SLOWER = "predicted slower"
+    PREDICTED_NOT_FASTER = "predicted no faster"
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ RuleExpand = Callable[[str], Expand]
 def sweep(
     graph: Graph, expand: Expand, judge: Judge, *, prior: CostModel, time_budget_s: float,
     expand_rule: RuleExpand | None = None, on_step: Callable[[SweepStep], None] | None = None,
-    screen: CostModel | None = None, skip_slower: float = math.inf,
+    screen: CostModel | None = None, min_predicted: float = 0.0,
 ) -> SweepResult:
     """Apply, rule by rule, every match of the rules whose sweep the judge finds faster.
 
@@ -136,7 +136,7 @@ def sweep(
                 break
             predicted, skip = 1.0, None
             if screen is not None and base is not None:
-                predicted, skip = _screened(screen.cost(candidate.graph), base, skip_slower)
+                predicted, skip = _screened(screen.cost(candidate.graph), base, min_predicted)
             if skip is not None:
                 steps.append(SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta, predicted,
                                        False, predicted_speedup=predicted, skipped=skip))
@@ -206,13 +206,13 @@ SAME_COST = 1e-9
 sums the same cached kernel times, up to the order of the additions)."""
 
 
-def _screened(cost: float, base: float, slower: float) -> tuple[float, Skipped | None]:
+def _screened(cost: float, base: float, min_predicted: float) -> tuple[float, Skipped | None]:
     """The screen's predicted speedup, and why the sweep is not judged (None: judge it)."""
     predicted = base / cost if cost > 0 else 1.0
     if abs(cost - base) <= SAME_COST * abs(base):
         return predicted, Skipped.SAME_KERNELS
-    if cost - base > slower * base:
-        return predicted, Skipped.PREDICTED_SLOWER
+    if predicted < min_predicted:
+        return predicted, Skipped.PREDICTED_NOT_FASTER
     return predicted, None
 
 

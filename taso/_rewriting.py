@@ -9,7 +9,6 @@ user's model, whatever file it came from.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import time
 from collections import Counter
@@ -138,8 +137,9 @@ class Sweeping:
     on_step: Callable[[SweepStep], None] | None = None
     screen: CostModel | None = None
     """A measured model that prices each sweep before it is judged: one it prices like
-    the current graph, or `skip_slower` slower, is not judged (see `taso.search.sweep`)."""
-    skip_slower: float = math.inf
+    the current graph, or predicts under `min_predicted` faster, is not judged (see
+    `taso.search.sweep`)."""
+    min_predicted: float = 0.0
 
 
 def run_search(
@@ -171,7 +171,7 @@ def run_search(
         phase = sweep(
             graph, expand, sweeping.judge, prior=sweeping.prior, time_budget_s=SWEEP_SHARE * time_budget_s,
             expand_rule=lambda rule_id: make_expand([by_id[rule_id]]), on_step=sweeping.on_step,
-            screen=sweeping.screen, skip_slower=sweeping.skip_slower,
+            screen=sweeping.screen, min_predicted=sweeping.min_predicted,
         )
         start, swept, steps = phase.graph, phase.applied, phase.steps
         reserve = phase.judge_s if swept else 0.0  # for judging the search's result at the end

@@ -274,6 +274,8 @@ def test_public_api_is_pinned():
             "DEFAULT_DIM",
             "AnalyticalBackend",
             "AnalyticalCostModel",
+            "KernelCostModel",
+            "KernelRecord",
             "CostSource",
             "MeasuredCostModel",
             "RegionRecord",

@@ -254,15 +254,15 @@ def test_a_sweep_ahead_when_time_ran_out_is_kept_for_the_decision() -> None:
 
 def test_the_screen_rules_out_sweeps_without_judging_them() -> None:
     """A sweep the screen prices like the current graph (the same kernels), or predicts
-    more than `skip_slower` slower, is reported unjudged; the rest are judged as before."""
+    a speedup under `min_predicted`, is reported unjudged; the rest are judged as before."""
     from taso.search.sweep import Skipped
 
     screen = OpWeights({"A": 3.0, "B": 1.0, "C": 2.0, "D": 5.0, "E": 2.0})  # C->E: same cost
     judge = FakeJudge(OpWeights({"A": 3.0, "B": 2.9, "C": 2.0}).cost)  # a small win: the round goes on
     rules = listing(swap("A", "B"), swap("A", "D"), swap("C", "E"))
-    result = sweep(chain("A", "C", "A"), rules, judge, prior=WEIGHTS, time_budget_s=10, screen=screen, skip_slower=0.03)
+    result = sweep(chain("A", "C", "A"), rules, judge, prior=WEIGHTS, time_budget_s=10, screen=screen, min_predicted=1.005)
     by_rule = {s.rule_id: s for s in result.steps}
-    assert by_rule["A->D"].skipped is Skipped.PREDICTED_SLOWER and not by_rule["A->D"].accepted
+    assert by_rule["A->D"].skipped is Skipped.PREDICTED_NOT_FASTER and not by_rule["A->D"].accepted
     assert by_rule["C->E"].skipped is Skipped.SAME_KERNELS
     assert by_rule["A->B"].skipped is None and by_rule["A->B"].accepted
     assert by_rule["A->B"].predicted_speedup == 8.0 / 4.0
