@@ -64,6 +64,7 @@ class Verdict(enum.Enum):
     FASTER = "faster"
     SLOWER = "slower"
     WITHIN_NOISE = "within noise"
+    SAME_GRAPH = "same graph"  # the tool returned the input's graph: any difference is noise
     NOT_APPLICABLE = "n/a"
 
 
@@ -212,6 +213,7 @@ def _measure_output(
     try:
         lowered_from, nodes_after = _cap_ir_version(output)
         common |= {"nodes_after": nodes_after, "ir_lowered_from": lowered_from}
+        same = _same_graph(baseline.path, output)
         candidate = backends.run_model(output, baseline.inputs, threads=job.plan.threads)
         comparison = backends.compare_outputs(baseline.reference, candidate)
         timing = _time_pair(baseline, output, job.plan)
@@ -222,7 +224,7 @@ def _measure_output(
         tool.name,
         RowStatus.MEASURED,
         timing=timing,
-        verdict=timing.verdict_against(noise),
+        verdict=Verdict.SAME_GRAPH if same else timing.verdict_against(noise),
         max_abs_diff=_max_abs_diff(comparison),
         outputs_match=comparison.passed,
         error="" if comparison.passed else _one_line(comparison.summary()),
@@ -252,6 +254,14 @@ def _cap_ir_version(path: Path) -> tuple[int | None, int]:
     model.ir_version = limit
     onnx.save(model, path)
     return original, len(model.graph.node)
+
+
+def _same_graph(original: Path, output: Path) -> bool:
+    """Whether the tool's output holds the input's graph unchanged (nodes, weights, signature)."""
+    def graph_bytes(path: Path) -> bytes:
+        return onnx.load(path).graph.SerializeToString(deterministic=True)
+
+    return graph_bytes(original) == graph_bytes(output)
 
 
 def _count_nodes(path: Path) -> int:

@@ -182,7 +182,9 @@ def footnotes(rows: tuple[Row, ...] | list[Row]) -> list[str]:
         "interleaved (A B, B A, ...) in the same process on the same inputs: median of the "
         "per-iteration ratios, with their p10-p90. Below 1 is faster.",
         f"beyond noise: 'faster'/'slower' only when the ratio lies outside the p10-p90 of the "
-        f"model's '{NOISE_ROW}' row (the original timed against a byte-identical copy).",
+        f"model's '{NOISE_ROW}' row (the original timed against a byte-identical copy); "
+        "'same graph' when the tool's output holds the input's graph unchanged, so that any "
+        "measured difference is noise.",
         "tool wall s: load + optimize + save inside the tool's process (not interpreter start). "
         "taso's includes its own output check and interleaved measurement (check=True).",
         "tool peak RSS: high-water resident set (VmHWM) of the tool's own fresh subprocess, "

@@ -17,6 +17,7 @@ import pytest
 from benchmarks import run
 from benchmarks._measure import NOISE_ROW, PairTiming, RowStatus, TimingPlan, Verdict
 from benchmarks._measure import _cap_ir_version as cap_ir_version
+from benchmarks._measure import _same_graph as same_graph
 from benchmarks._tools import TOOLS, Tool, ToolOptions, ToolStatus, run_tool
 from benchmarks.models import Size, build_cached
 from taso.backends import max_ir_version
@@ -154,3 +155,15 @@ def test_peak_memory_is_each_tools_own(tmp_path: Path) -> None:
     assert hog_run.ok and copy_run.ok
     assert hog_run.peak_rss_mb is not None and copy_run.peak_rss_mb is not None
     assert hog_run.peak_rss_mb >= HOG_MB > copy_run.peak_rss_mb
+
+
+def test_an_unchanged_graph_is_told_apart_from_a_changed_one(tmp_path: Path) -> None:
+    src = build_cached(MODEL, Size.SMALL)
+    model = onnx.load(src)
+    model.producer_name = "resaved"  # same graph, different file
+    onnx.save(model, tmp_path / "same.onnx")
+    del model.graph.node[-1].output[:]
+    model.graph.node[-1].output.append("renamed")
+    onnx.save(model, tmp_path / "changed.onnx")
+    assert same_graph(src, tmp_path / "same.onnx")
+    assert not same_graph(src, tmp_path / "changed.onnx")
