@@ -35,7 +35,14 @@ import onnxruntime as ort
 
 from taso._onnx_export import node_to_proto
 from taso.backends._ort_fusions import conv_context, folded_into_conv, same_context
-from taso.backends._region import Region, RegionError, ShapeOf, extract_region, neighbourhood
+from taso.backends._region import (
+    Region,
+    RegionError,
+    ShapeOf,
+    extract_region,
+    fusion_closure,
+    neighbourhood,
+)
 from taso.backends._region_shapes import ConcreteShapes
 from taso.backends._session import ModelSource
 from taso.backends.analytical import AnalyticalBackend, _itemsize, _NodeShapes
@@ -302,10 +309,13 @@ class MeasuredCostModel:
 
 def regions(parent: Graph, rewrite: Rewrite, hops: int, shapes: ShapeOf) -> tuple[Region, Region]:
     """The parent's and the child's region around `rewrite`, with a common border:
-    the changed nodes and `hops` producer/consumer steps around them."""
+    the changed nodes, `hops` producer/consumer steps around them, and the chains that
+    reach from there to the nearest fusion anchors (`fusion_closure`)."""
     child = rewrite.graph
     changed = rewrite.removed | rewrite.added
-    border = (neighbourhood(parent, rewrite.removed, hops) | neighbourhood(child, rewrite.added, hops)) - changed
+    around_parent = fusion_closure(parent, neighbourhood(parent, rewrite.removed, hops))
+    around_child = fusion_closure(child, neighbourhood(child, rewrite.added, hops))
+    border = (around_parent | around_child) - changed
     before = extract_region(parent, rewrite.removed | {i for i in border if i in parent.nodes}, shapes)
     after = extract_region(child, rewrite.added | {i for i in border if i in child.nodes}, shapes)
     return before, after

@@ -9,7 +9,7 @@ import pytest
 
 from taso._onnx_import import import_model
 from taso.backends import CostCache, run_model
-from taso.backends._region import extract_region, neighbourhood
+from taso.backends._region import extract_region, fusion_closure, neighbourhood
 from taso.backends.graph_cost import (
     AnalyticalCostModel,
     CostSource,
@@ -52,7 +52,17 @@ def test_region_border_is_shared_by_parent_and_child(tmp_path) -> None:
     rewrite = _first(graph, relu_as_max)
     before, after = MeasuredCostModel(cache=CostCache(tmp_path), hops=1).regions(graph, rewrite)
     assert before.node_ids - rewrite.removed == after.node_ids - rewrite.added
-    assert neighbourhood(graph, rewrite.removed, 1) == before.node_ids
+    assert fusion_closure(graph, neighbourhood(graph, rewrite.removed, 1)) <= before.node_ids
+
+
+def test_a_region_reaches_back_to_the_conv_its_border_would_fuse_into() -> None:
+    graph = _graph()
+    ids = {node.name: i for i, node in graph.nodes.items()}
+    by_name = lambda names: {ids[n] for n in names}  # noqa: E731
+    # conv1 -> relu1 -> conv2 -> add -> gap: chains stop at the convs (fusion anchors)
+    assert fusion_closure(graph, by_name(["relu1"])) == by_name(["conv1", "relu1"])
+    assert fusion_closure(graph, by_name(["add"])) == by_name(["conv2", "add", "gap"])
+    assert fusion_closure(graph, by_name(["add"]), steps=0) == by_name(["add"])
 
 
 def test_symbolic_dims_are_filled_from_the_profile(tmp_path) -> None:
