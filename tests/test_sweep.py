@@ -277,3 +277,24 @@ def test_sweep_records_describe_judged_and_unjudged_sweeps() -> None:
     assert judged.describe() == "cv-hard_swish_div6_mul x21 1.345x kept (predicted 1.400x)"
     unjudged = SweepRecord("cv-fold_mul_conv", 46, None, False, True, 1.0, "the same kernels")
     assert unjudged.describe() == "cv-fold_mul_conv x46 not judged: the same kernels (predicted 1.000x)"
+
+
+def test_a_screen_that_would_outlast_the_budget_is_not_started() -> None:
+    """Screening compiles and profiles the candidate: one the prior predicts many times the
+    work is left out when the time its screen would take (the longest so far, scaled by
+    that factor) runs past the deadline."""
+    seen: list[list[str]] = []
+
+    class SlowScreen(OpWeights):
+        def cost(self, graph: Graph) -> float:
+            seen.append(ops_of(graph))
+            time.sleep(0.2)
+            return super().cost(graph)
+
+    weights = {"A": 3.0, "B": 2.0, "C": 2.0, "Z": 300.0}
+    judge = FakeJudge(OpWeights({"A": 3.0, "B": 2.9, "C": 2.0}).cost)  # a small win: the round goes on
+    rules = listing(swap("A", "B"), swap("A", "Z"))
+    result = sweep(chain("A", "C", "A"), rules, judge, prior=OpWeights(weights), time_budget_s=2.0,
+                   screen=SlowScreen(weights), min_predicted=1.005)
+    assert all("Z" not in ops for ops in seen)
+    assert result.stop_reason is StopReason.TIME_BUDGET and result.applied == {"A->B": 2}
