@@ -62,15 +62,21 @@ class Region:
 
 def neighbourhood(graph: Graph, seeds: Iterable[int], hops: int) -> set[int]:
     """Nodes within `hops` producer/consumer steps of `seeds` (seeds included)."""
+
+    def around(node: Node) -> Iterable[int]:
+        yield from (graph.producers[n][0] for n in node.inputs if n in graph.producers)
+        for name in node.outputs:
+            yield from graph.consumers.get(name, ())
+
+    return _grow(graph, seeds, hops, around)
+
+
+def _grow(graph: Graph, seeds: Iterable[int], steps: int, around: Callable[[Node], Iterable[int]]) -> set[int]:
+    """`seeds` and what `around` reaches from them in up to `steps` steps."""
     reached = {s for s in seeds if s in graph.nodes}
     frontier = set(reached)
-    for _ in range(hops):
-        step: set[int] = set()
-        for node_id in frontier:
-            node = graph.nodes[node_id]
-            step.update(graph.producers[n][0] for n in node.inputs if n in graph.producers)
-            for name in node.outputs:
-                step.update(graph.consumers.get(name, ()))
+    for _ in range(steps):
+        step = {i for node_id in frontier for i in around(graph.nodes[node_id])}
         frontier = step - reached
         reached |= step
     return reached
@@ -87,19 +93,14 @@ FUSION_STEPS = 4
 def fusion_closure(graph: Graph, node_ids: Iterable[int], steps: int = FUSION_STEPS) -> set[int]:
     """`node_ids` plus, for up to `steps` steps, the producers of its non-anchor nodes and
     the non-anchor consumers of all of its nodes."""
-    reached = {i for i in node_ids if i in graph.nodes}
-    frontier = set(reached)
-    for _ in range(steps):
-        step: set[int] = set()
-        for node_id in frontier:
-            node = graph.nodes[node_id]
-            if node.op_type not in FUSION_ANCHORS:
-                step.update(graph.producers[n][0] for n in node.inputs if n in graph.producers)
-            for name in node.outputs:
-                step.update(c for c in graph.consumers.get(name, ()) if graph.nodes[c].op_type not in FUSION_ANCHORS)
-        frontier = step - reached
-        reached |= step
-    return reached
+
+    def around(node: Node) -> Iterable[int]:
+        if node.op_type not in FUSION_ANCHORS:
+            yield from (graph.producers[n][0] for n in node.inputs if n in graph.producers)
+        for name in node.outputs:
+            yield from (c for c in graph.consumers.get(name, ()) if graph.nodes[c].op_type not in FUSION_ANCHORS)
+
+    return _grow(graph, node_ids, steps, around)
 
 
 def extract_region(graph: Graph, node_ids: Iterable[int], shapes: ShapeOf) -> Region:

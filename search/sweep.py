@@ -104,6 +104,7 @@ class _Sweep:
     graph: Graph
     rewrites: int
     predicted_delta: float
+    size_ratio: float  # the prior's cost of the sweep over the current graph's, at least 1
 
 
 RuleExpand = Callable[[str], Expand]
@@ -131,19 +132,17 @@ def sweep(
             break
         accepted, best, round_start = None, 0.0, len(steps)
         base = None if screen is None else screen.cost(current)
-        prior_base = prior.cost(current)
         for candidate in _ordered(current, expand, expand_rule, prior, skip=judged, deadline=deadline):
             asked = time.perf_counter()
             if asked >= deadline:
                 break
             predicted, skip = 1.0, None
             if screen is not None and base is not None:
-                scale = _size_ratio(prior_base, candidate.predicted_delta)
-                if asked + screen_s * scale > deadline:  # its screen would outlast the budget
+                if asked + screen_s * candidate.size_ratio > deadline:  # its screen would outlast the budget
                     deadline = asked
                     break
                 cost = screen.cost(candidate.graph)
-                screen_s = max(screen_s, (time.perf_counter() - asked) / scale)
+                screen_s = max(screen_s, (time.perf_counter() - asked) / candidate.size_ratio)
                 predicted, skip = _screened(cost, base, min_predicted)
             if skip is not None:
                 steps.append(SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta, predicted,
@@ -251,7 +250,8 @@ def _ordered(
             break
         swept, count = apply_all(graph, found, expand_rule(rule_id) if expand_rule else None)
         if count:
-            sweeps.append(_Sweep(rule_id, swept, count, prior.cost(swept) - base))
+            delta = prior.cost(swept) - base
+            sweeps.append(_Sweep(rule_id, swept, count, delta, _size_ratio(base, delta)))
     return sorted(sweeps, key=lambda s: (s.predicted_delta > 0, s.predicted_delta, s.rule_id))
 
 

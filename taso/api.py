@@ -219,9 +219,9 @@ def _sweeping(
         say(f"sweep {step.rule_id} x{step.rewrites}: {predicted}, measured {step.speedup:.3f}x, {verdict}")
 
     prior = AnalyticalCostModel(profile=profile, folds=Folds.ORT)
-    screen = KernelCostModel(profile=profile, whole_graph_bytes=math.inf)  # sweeps are priced whole
     if weight_bytes(graph) > SCREEN_MAX_BYTES:
         return Sweeping(judge, prior, on_step)
+    screen = KernelCostModel(profile=profile, whole_graph_bytes=math.inf)  # sweeps are priced whole
     return Sweeping(judge, prior, on_step, screen=screen, min_predicted=MIN_PREDICTED_SPEEDUP)
 
 
