@@ -1,13 +1,18 @@
 """Reading models with clear errors, checking them, and writing them atomically.
 
 `load_model` turns every way a file can be wrong into one typed `InputError` with a
-one-line message. `save_model_atomic` writes to temporary files in the destination
+one-line message, and refuses external data outside the model's folder
+(`taso._containment`). `save_model_atomic` writes to temporary files in the destination
 folder and renames them into place, so a crash or Ctrl-C never leaves a half-written
 model; external data is streamed tensor by tensor into a data file of the output's own.
+Files are created with the user's umask; a temporary file left by a killed run (its
+process gone) is removed by the next write to the same output.
 """
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -19,6 +24,13 @@ from typing import BinaryIO
 import onnx
 from google.protobuf.message import DecodeError
 
+from taso._containment import (
+    all_tensors,
+    check_external_data,
+    external_tensors,
+    refuse_protected,
+    resolve_external,
+)
 from taso._onnx_export import copy_field
 from taso._proto_size import model_byte_bound, tensor_byte_bound
 from taso.errors import InvalidModelError, UnsupportedModelError, UsageError
@@ -29,25 +41,49 @@ _DEFAULT_DOMAINS = ("", "ai.onnx")
 
 @dataclass(frozen=True)
 class LoadedModel:
-    """A model as read: the proto (external data not loaded), its file, and its folder."""
+    """A model as read: the proto (external data not loaded), its file, and its folder.
+
+    `protected` holds the real paths of every file the input references (the model file
+    and its external data files): nothing this project writes may replace one of them.
+    """
 
     model: onnx.ModelProto
     path: Path | None
     base_dir: str
+    protected: frozenset[Path] = frozenset()
 
 
-def load_model(source: str | os.PathLike[str] | onnx.ModelProto) -> LoadedModel:
-    """Read and sanity-check a model; raise InvalidModelError/UnsupportedModelError on bad input."""
+def load_model(
+    source: str | os.PathLike[str] | onnx.ModelProto, *, base_dir: str | os.PathLike[str] | None = None
+) -> LoadedModel:
+    """Read and sanity-check a model; raise InvalidModelError/UnsupportedModelError on bad input.
+
+    A path's external data is resolved against its own folder; a ModelProto's only
+    against `base_dir`, which must be given when it has external data.
+    """
     if isinstance(source, onnx.ModelProto):
         model, path = source, None
+        folder = None if base_dir is None else _existing_folder(base_dir)
     elif isinstance(source, str | os.PathLike):
+        if base_dir is not None:
+            raise UsageError("base_dir is for a ModelProto; a model file's data is read from its own folder")
         path = Path(source)
         model = _read(path)
+        folder = path.parent
     else:
         raise UsageError(f"expected a path or an onnx.ModelProto, got {type(source).__name__}")
     _check_versions(model)
-    base_dir = str(path.parent) if path is not None else ""
-    return LoadedModel(model=model, path=path, base_dir=base_dir)
+    data_files = check_external_data(model, folder)
+    own = {Path(os.path.realpath(path))} if path is not None else set()
+    return LoadedModel(model=model, path=path, base_dir="" if folder is None else str(folder),
+                       protected=frozenset(own | data_files))
+
+
+def _existing_folder(base_dir: str | os.PathLike[str]) -> Path:
+    folder = Path(base_dir)
+    if not folder.is_dir():
+        raise UsageError(f"base_dir {folder} is not a folder")
+    return folder
 
 
 def _read(path: Path) -> onnx.ModelProto:
@@ -137,7 +173,7 @@ _INLINE_CHECK_BYTES = 1 << 20
 
 
 def has_external_data(model: onnx.ModelProto) -> bool:
-    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+    return bool(external_tensors(model))
 
 
 def _first_line(exc: BaseException) -> str:
@@ -145,11 +181,21 @@ def _first_line(exc: BaseException) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
 
 
-def check_output_path(output: str | os.PathLike[str], *, input_path: Path | None) -> Path:
-    """Refuse output paths that cannot be written or that would overwrite the input."""
+def check_output_path(
+    output: str | os.PathLike[str], *, input_path: Path | None, protected: frozenset[Path] = frozenset(),
+    what: str = "output",
+) -> Path:
+    """Refuse output paths that cannot be written or that would overwrite the input.
+
+    For the model's output, its data file `<output>.data` must not be a protected file
+    either (the input's own weights named so would be replaced).
+    """
     out = Path(output)
     if input_path is not None and out.resolve() == input_path.resolve():
-        raise UsageError(f"{out}: the output path is the input file; the input is never overwritten")
+        raise UsageError(f"{out}: the {what} path is the input file; the input is never overwritten")
+    refuse_protected(out, protected, what=what)
+    if what == "output":
+        refuse_protected(data_file_of(out), protected, what="output's data file")
     folder = out.parent if str(out.parent) else Path(".")
     if not folder.is_dir():
         raise UsageError(f"{out}: the output folder {folder} does not exist")
@@ -160,9 +206,14 @@ def check_output_path(output: str | os.PathLike[str], *, input_path: Path | None
     return out
 
 
+def data_file_of(output: Path) -> Path:
+    """Where the external data of a model written to `output` goes."""
+    return output.with_name(output.name + ".data")
+
+
 def save_model_atomic(model: onnx.ModelProto, output: Path, *, base_dir: str = "") -> None:
     """Write `model` to `output` via temp files + rename; stream external data to `<output>.data`."""
-    data_name = output.name + ".data"
+    data_name = data_file_of(output).name
     needs_external = has_external_data(model) or model_byte_bound(model) > _PROTO_LIMIT
     with _temp_file(output.parent, output.name) as tmp_model:
         if needs_external:
@@ -182,15 +233,60 @@ def _write_proto(model: onnx.ModelProto, path: Path) -> None:
         os.fsync(f.fileno())
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a text file (a report) atomically, with the user's umask."""
+    with _temp_file(path.parent, path.name) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+
+
+_TEMP_SUFFIX = ".tmp"
+
+
 @contextmanager
 def _temp_file(folder: Path, name: str) -> Iterator[Path]:
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
-    os.close(fd)
+    """A fresh file `.<name>.<pid>.<random>.tmp` in `folder`, mode 0666 less the umask.
+
+    The pid in its name lets a later write remove what a killed process left behind.
+    """
+    folder = folder if str(folder) else Path(".")
+    _remove_orphans(folder, name)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.{os.getpid()}.", suffix=_TEMP_SUFFIX, dir=folder)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    finally:
+        os.close(fd)
     try:
         yield Path(tmp)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _remove_orphans(folder: Path, name: str) -> None:
+    """Remove temp files for `name` whose writing process no longer exists."""
+    prefix = f".{name}."
+    for entry in folder.glob(f"{glob.escape(prefix)}*{_TEMP_SUFFIX}"):
+        pid = entry.name[len(prefix):].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)) and entry.is_file() and not entry.is_symlink():
+            with contextlib.suppress(OSError):
+                entry.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
 
 
 _EXTERNAL_MIN_BYTES = 1024
@@ -199,7 +295,7 @@ _EXTERNAL_MIN_BYTES = 1024
 def _externalize(model: onnx.ModelProto, data_path: Path, data_name: str, base_dir: str) -> None:
     """Move every large or already-external tensor into one data file, one chunk at a time."""
     with open(data_path, "wb") as sink:
-        for tensor in model.graph.initializer:
+        for tensor in all_tensors(model):
             offset = sink.tell()
             if tensor.data_location == onnx.TensorProto.EXTERNAL:
                 _copy_external(tensor, base_dir, sink)
@@ -218,7 +314,7 @@ _CHUNK = 64 << 20
 
 def _copy_external(tensor: onnx.TensorProto, base_dir: str, sink: BinaryIO) -> None:
     info = {e.key: e.value for e in tensor.external_data}
-    source = Path(base_dir) / info["location"]
+    source = resolve_external(info.get("location", ""), base_dir or ".", tensor=tensor.name)
     remaining = int(info["length"]) if "length" in info else None
     with open(source, "rb") as f:
         f.seek(int(info.get("offset", 0)))

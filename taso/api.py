@@ -29,8 +29,10 @@ from taso._model_io import (
     check_exported,
     check_model,
     check_output_path,
+    data_file_of,
     load_model,
     save_model_atomic,
+    write_text_atomic,
 )
 from taso._onnx_export import export_model
 from taso._onnx_import import import_model
@@ -81,6 +83,8 @@ def optimize_onnx(
     rules: RulesArg = None,
     shapes: str | Mapping[str, object] | None = None,
     progress: Callable[[str], None] | None = None,
+    base_dir: str | os.PathLike[str] | None = None,
+    report_path: str | os.PathLike[str] | None = None,
 ) -> OptimizeResult:
     """Optimize an ONNX model with verified rewrites; return the faster of it and the original.
 
@@ -90,6 +94,10 @@ def optimize_onnx(
     and at least `MIN_SEARCH_SHARE` of it. 0 means no search at all.
     `shapes` fills dynamic dims for costing, checking and measuring: a string
     ("input=1x3x224x224,batch=1") or a mapping ({"input": (1, 3, 224, 224), "batch": 1}).
+    `base_dir` is the folder of a ModelProto's external data (required when it has some;
+    a model file's data is read from its own folder, never from anywhere else).
+    `report_path`, if given, receives the report as JSON, written after the model.
+    No path written (output, its `.data` file, the report) may be a file the input references.
     """
     started = time.perf_counter()
     _validate_options(backend=backend, time_budget_s=time_budget_s, alpha=alpha)
@@ -97,8 +105,8 @@ def optimize_onnx(
     phases = _Phases()
     say = progress or (lambda _msg: None)
     with phases.time("load"):
-        loaded = load_model(model)
-        out_path = check_output_path(output, input_path=loaded.path) if output is not None else None
+        loaded = load_model(model, base_dir=base_dir)
+        out_path, report_out = _output_paths(loaded, output, report_path)
         graph = import_model(loaded.model, base_dir=loaded.base_dir)
         check_model(loaded.model, path=loaded.path)
     say(f"loaded: {len(graph.nodes)} nodes")
@@ -125,7 +133,22 @@ def optimize_onnx(
     if out_path is not None:
         with phases.time("write"):
             save_model_atomic(result.model, out_path, base_dir=loaded.base_dir)
+    if report_out is not None:
+        write_text_atomic(report_out, result.report.to_json() + "\n")
     return result
+
+
+def _output_paths(
+    loaded: LoadedModel, output: str | os.PathLike[str] | None, report: str | os.PathLike[str] | None
+) -> tuple[Path | None, Path | None]:
+    """Check, before any work, every path the call will write."""
+    out = None if output is None else check_output_path(output, input_path=loaded.path, protected=loaded.protected)
+    if report is None:
+        return out, None
+    taken = loaded.protected
+    if out is not None:
+        taken = taken | {Path(os.path.realpath(out)), Path(os.path.realpath(data_file_of(out)))}
+    return out, check_output_path(report, input_path=loaded.path, protected=taken, what="report")
 
 
 DECISION_SLACK = 0.1

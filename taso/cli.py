@@ -103,11 +103,8 @@ def _on_sigterm(handler: object) -> object:
 def _optimize(args: argparse.Namespace) -> int:
     import warnings
 
-    from taso._model_io import check_output_path
     from taso.api import DEFAULT_TIME_BUDGET_S, optimize_onnx
 
-    if args.report is not None:
-        check_output_path(args.report, input_path=args.input)
     progress = None if args.quiet else (lambda msg: print(f"taso: {msg}", file=sys.stderr))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -121,26 +118,13 @@ def _optimize(args: argparse.Namespace) -> int:
             rules=args.rules,
             shapes=",".join(args.shape) or None,
             progress=progress,
+            report_path=args.report,
         )
-    if args.report is not None:
-        _write_text_atomic(args.report, result.report.to_json() + "\n")
     print(result.report.summary())
     print(f"wrote {args.output}")
+    if args.report is not None:
+        print(f"wrote {args.report}")
     return EXIT_OK
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    import os
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 if __name__ == "__main__":
