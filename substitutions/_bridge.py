@@ -27,6 +27,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from taso._onnx_import import training_bound
 from taso.ir import INTERNAL_DOMAIN, Graph, Node
 from taso.opspecs import OpSpec, ParamSource, ShapeError, get_spec
 
@@ -247,11 +248,13 @@ def _constant_node_value(node: Node) -> np.ndarray | None:
 
 
 def _overridable_initializers(graph: Graph) -> frozenset[str]:
-    """Initializers also listed as graph inputs in the original model (a caller may feed them)."""
+    """Initializers whose value may change: listed as graph inputs in the original model (a
+    caller may feed them) or bound by its training_info (a training step rewrites them)."""
     template = getattr(graph.context, "template", None)
     if template is None:
         return frozenset()
-    return frozenset(v.name for v in template.graph.input if v.name in graph.initializers)
+    names = {v.name for v in template.graph.input} | training_bound(template)
+    return frozenset(names & graph.initializers.keys())
 
 
 def _default_opset(graph: Graph) -> int:

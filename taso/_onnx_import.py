@@ -43,9 +43,10 @@ def import_model(model: onnx.ModelProto, *, base_dir: str = "") -> Graph:
     for name, inferred in _inferred_types(model).items():
         if name not in types or types[name].shape is None:
             types[name] = inferred
+    declared_outputs = tuple(v.name for v in graph_proto.output)
     graph = Graph(
         inputs=inputs,
-        outputs=tuple(v.name for v in graph_proto.output),
+        outputs=declared_outputs + tuple(n for n in _training_reads(model) if n not in declared_outputs),
         nodes=MappingProxyType(nodes),
         types=MappingProxyType(types),
         initializers=MappingProxyType(initializers),
@@ -54,6 +55,29 @@ def import_model(model: onnx.ModelProto, *, base_dir: str = "") -> Graph:
     )
     graph.validate()
     return graph
+
+
+def _training_reads(model: onnx.ModelProto) -> list[str]:
+    """Main-graph names that `training_info` reads or binds: kept as if they were outputs.
+
+    The IR keeps every output through every rewrite (a rewrite that would remove one does
+    not match), and export writes only the model's declared outputs, so these names
+    survive without being added to the model's interface.
+    """
+    names: dict[str, None] = {}
+    for info in model.training_info:
+        for binding in (*info.initialization_binding, *info.update_binding):
+            names[binding.key] = None
+        for sub in (info.initialization, info.algorithm):
+            names.update(dict.fromkeys(_free_names(sub)))
+    return list(names)
+
+
+def training_bound(model: onnx.ModelProto) -> frozenset[str]:
+    """Initializers that `training_info` assigns: their values are not constants."""
+    return frozenset(
+        b.key for info in model.training_info for b in (*info.initialization_binding, *info.update_binding)
+    )
 
 
 def _import_node(proto: onnx.NodeProto) -> Node:
