@@ -8,6 +8,13 @@ The database lives in `TASO_CACHE_DIR` if set, else in
 Concurrency: WAL journal (readers never block the writer), a busy timeout, and every
 write is one short `INSERT OR REPLACE` transaction. A connection is opened per call,
 so instances survive `fork` and are safe to use from several threads.
+
+Faults never break a run. A corrupted database (not SQLite, or "malformed") is moved
+aside to `costs.sqlite3.corrupt` and rebuilt, but only when it and its journal files
+are regular files we own: a symlink is never followed. Any other failure (a folder that
+cannot be made, `TASO_CACHE_DIR=/dev/null`, a read-only database, a rebuild that fails)
+switches the instance to an in-memory store for the rest of its life, with one
+RuntimeWarning per path per process; `CostCache.persistent` tells which store is used.
 """
 
 from __future__ import annotations
@@ -15,18 +22,31 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
+import threading
 import time
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import platformdirs
-
-from taso.errors import BackendError
 
 CACHE_DIR_ENV = "TASO_CACHE_DIR"
 DATABASE_NAME = "costs.sqlite3"
 BUSY_TIMEOUT_S = 30.0
+CORRUPT_SUFFIX = ".corrupt"  # where a corrupted database is moved before the rebuild
+_JOURNAL_SUFFIXES = ("-wal", "-shm")  # a stale WAL would be replayed into the new database
+_CORRUPTION_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+_STORE_ERRORS = (OSError, sqlite3.Error)
+
+# Paths whose fallback to memory this process has already warned about, and the lock
+# that makes an instance's switch to memory (and that warning) happen once.
+_WARNED_PATHS: set[Path] = set()
+_FALLBACK_LOCK = threading.Lock()
+
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS costs (
@@ -60,21 +80,39 @@ def default_cache_dir() -> Path:
     return Path(override) if override else Path(platformdirs.user_cache_dir("taso-onnx"))
 
 
-@dataclass(frozen=True)
-class CostCache:
-    """Costs in milliseconds, persisted in `directory / costs.sqlite3`.
+class _Store(Protocol):
+    def get(self, key: CostKey) -> float | None: ...
+    def put(self, key: CostKey, cost_ms: float) -> None: ...
+    def count(self) -> int: ...
+    def clear(self) -> None: ...
 
-    Nothing touches the disk until the first `get` or `put`.
-    """
 
-    directory: Path | str = field(default_factory=default_cache_dir)
+class _MemoryStore:
+    """The fallback: costs in a dict, for the rest of one `CostCache` instance's life."""
 
-    @property
-    def path(self) -> Path:
-        return Path(self.directory) / DATABASE_NAME
+    def __init__(self) -> None:
+        self._costs: dict[CostKey, float] = {}
 
     def get(self, key: CostKey) -> float | None:
-        """The cached cost for `key`, or None."""
+        return self._costs.get(key)
+
+    def put(self, key: CostKey, cost_ms: float) -> None:
+        self._costs[key] = float(cost_ms)
+
+    def count(self) -> int:
+        return len(self._costs)
+
+    def clear(self) -> None:
+        self._costs.clear()
+
+
+@dataclass(frozen=True)
+class _SqliteStore:
+    """The database; each call opens its own connection and raises OSError or sqlite3.Error."""
+
+    path: Path
+
+    def get(self, key: CostKey) -> float | None:
         with self._connection() as connection:
             row = connection.execute(
                 "SELECT cost_ms FROM costs WHERE backend=? AND device=? AND ort_version=? "
@@ -84,41 +122,145 @@ class CostCache:
         return None if row is None else float(row[0])
 
     def put(self, key: CostKey, cost_ms: float) -> None:
-        """Store (or replace) the cost for `key` in one short transaction."""
         with self._connection() as connection, connection:
             connection.execute(
                 "INSERT OR REPLACE INTO costs VALUES (?, ?, ?, ?, ?, ?)",
                 (*key.as_row(), float(cost_ms), time.time()),
             )
 
-    def __len__(self) -> int:
+    def count(self) -> int:
         with self._connection() as connection:
             return int(connection.execute("SELECT COUNT(*) FROM costs").fetchone()[0])
 
     def clear(self) -> None:
-        """Forget every cached cost."""
         with self._connection() as connection, connection:
             connection.execute("DELETE FROM costs")
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
-        try:
-            connection = self._open()
-        except (OSError, sqlite3.Error) as error:
-            raise BackendError(f"cannot open the cost cache {self.path}: {error}") from error
-        try:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.closing(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)) as connection:
+            connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute(_SCHEMA)
             yield connection
-        except sqlite3.Error as error:
-            raise BackendError(f"cost cache {self.path}: {error}") from error
-        finally:
-            connection.close()
 
-    def _open(self) -> sqlite3.Connection:
-        Path(self.directory).mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
-        connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            connection.execute("PRAGMA journal_mode = WAL")
-        connection.execute("PRAGMA synchronous = NORMAL")
-        connection.execute(_SCHEMA)
-        return connection
+
+@dataclass
+class _Fallback:
+    """Mutable state of a frozen `CostCache`: the memory store once the database failed."""
+
+    memory: _MemoryStore | None = None
+
+
+@dataclass(frozen=True)
+class CostCache:
+    """Costs in milliseconds, persisted in `directory / costs.sqlite3` (see module doc
+    for what happens when that database cannot be used).
+
+    Nothing touches the disk until the first `get` or `put`.
+    """
+
+    directory: Path | str = field(default_factory=default_cache_dir)
+    _fallback: _Fallback = field(default_factory=_Fallback, init=False, repr=False, compare=False)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.directory) / DATABASE_NAME
+
+    @property
+    def persistent(self) -> bool:
+        """False once this instance fell back to keeping costs in memory."""
+        return self._fallback.memory is None
+
+    def get(self, key: CostKey) -> float | None:
+        """The cached cost for `key`, or None."""
+        return self._use(lambda store: store.get(key))
+
+    def put(self, key: CostKey, cost_ms: float) -> None:
+        """Store (or replace) the cost for `key` in one short transaction."""
+        self._use(lambda store: store.put(key, cost_ms))
+
+    def __len__(self) -> int:
+        return self._use(lambda store: store.count())
+
+    def clear(self) -> None:
+        """Forget every cached cost."""
+        self._use(lambda store: store.clear())
+
+    def _use(self, action: Callable[[_Store], T]) -> T:
+        memory = self._fallback.memory
+        if memory is not None:
+            return action(memory)
+        try:
+            return action(_SqliteStore(self.path))
+        except _STORE_ERRORS as error:
+            return self._recover(action, error)
+
+    def _recover(self, action: Callable[[_Store], T], error: OSError | sqlite3.Error) -> T:
+        """Rebuild a corrupted database and retry once; else, or if that fails, use memory."""
+        if _is_corruption(error) and _move_aside(self.path, error):
+            try:
+                return action(_SqliteStore(self.path))
+            except _STORE_ERRORS as again:
+                error = again
+        return action(self._fall_back(error))
+
+    def _fall_back(self, error: OSError | sqlite3.Error) -> _MemoryStore:
+        with _FALLBACK_LOCK:
+            memory = self._fallback.memory
+            if memory is not None:  # another thread switched first
+                return memory
+            memory = self._fallback.memory = _MemoryStore()
+            first_for_path = self.path not in _WARNED_PATHS
+            _WARNED_PATHS.add(self.path)
+        if first_for_path:
+            warnings.warn(
+                f"cost cache {self.path} cannot be used ({_reason(error)}); "
+                "costs are kept in memory and not saved",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return memory
+
+
+def _reason(error: BaseException) -> str:
+    return str(error) or type(error).__name__
+
+
+def _is_corruption(error: BaseException) -> bool:
+    """SQLITE_CORRUPT ("malformed") or SQLITE_NOTADB, extended codes included."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return isinstance(error, sqlite3.DatabaseError) and code is not None and code & 0xFF in _CORRUPTION_CODES
+
+
+def _move_aside(path: Path, error: BaseException) -> bool:
+    """Move a corrupted database to `*.corrupt` and delete its journal files, so the next
+    connection creates a fresh one. Only our own regular files: never through a symlink."""
+    journals = [path.with_name(path.name + suffix) for suffix in _JOURNAL_SUFFIXES]
+    present = [path, *(journal for journal in journals if os.path.lexists(journal))]
+    if not all(_is_own_regular_file(each) for each in present):
+        return False
+    try:
+        os.replace(path, path.with_name(path.name + CORRUPT_SUFFIX))
+        for journal in journals:
+            journal.unlink(missing_ok=True)
+    except OSError:
+        return False
+    warnings.warn(
+        f"cost cache {path} was corrupted ({_reason(error)}); moved it to {path.name}{CORRUPT_SUFFIX} "
+        "and started a new one",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+    return True
+
+
+def _is_own_regular_file(path: Path) -> bool:
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid()
