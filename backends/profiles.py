@@ -10,7 +10,9 @@ dimensions (`batch=4`, `seq=128`). Dimensions the profile leaves open get defaul
   kernels (sequence lengths, spatial sizes), small enough that checks stay fast.
 
 One symbol gets one value across all inputs, so `input_ids[batch, seq]` and
-`attention_mask[batch, seq]` always agree.
+`attention_mask[batch, seq]` always agree. A dim_param of `?` (paddle2onnx writes
+`x: float[-1,3,?,?]`) or an empty one names no symbol: such dims are independent, each
+taken from its input's own given shape or defaulted like a dim without a name.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from taso.errors import UnsupportedModelError, UsageError
 DEFAULT_DIM = 32
 BATCH_DIM = 1
 _BATCH_NAME = re.compile(r"batch|^(n|b|bs|bsz)$", re.IGNORECASE)
+# dim_params that mark a dim as unknown rather than name it: never unified with each other
+_ANONYMOUS_PARAMS = frozenset({"", "?"})
 
 Shape = tuple[int, ...]
 
@@ -120,7 +124,8 @@ def _declared_dims(value: onnx.ValueInfoProto) -> list[_Dim] | None:
 def _dim_of(dim: onnx.TensorShapeProto.Dimension) -> _Dim:
     if dim.HasField("dim_value") and dim.dim_value > 0:
         return _Dim(dim.dim_value, None)
-    return _Dim(None, dim.dim_param or None)
+    param = dim.dim_param.strip()
+    return _Dim(None, None if param in _ANONYMOUS_PARAMS else param)
 
 
 def real_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
