@@ -1,25 +1,39 @@
 """Static shapes of every value in a graph ONNX Runtime optimized (its kernel graph).
 
 ORT's optimized graph holds its own ops beside the standard ones: the blocked-layout
-ops of `com.microsoft.nchwc` (ReorderInput/ReorderOutput and NCHWc Conv and pools) and
-the fused kernels of `com.microsoft` (FusedConv, FusedGemm, FusedMatMul, QuickGelu,
-Gelu, SkipLayerNormalization, ...). onnx's shape inference knows none of them, so:
+ops of `com.microsoft.nchwc` (ReorderInput/ReorderOutput and NCHWc Conv, pools and
+Upsample) and the fused kernels of `com.microsoft` (FusedConv, FusedGemm, FusedMatMul,
+QuickGelu, Gelu, SkipLayerNormalization, ...). onnx's shape inference knows none of
+them, so the shapes come, in this order, from:
 
-* standard ops go through `onnx.shape_inference.infer_node_outputs`, one node at a time
-  (small initializers are passed as data, so Reshape/Slice/Pad read their constants);
-* ORT's ops have a rule each in `_RULES` (an NCHWc tensor is [N, C rounded up to the
-  block, H, W]: the channel count of the reordered weights, which are stored padded);
-* anything else raises `KernelShapeError`, and the caller learns the shapes by running
-  the graph under ORT's profiler instead.
+1. ORT itself (`ShapeSource.ORT`, the default): a session with optimizations off over a
+   weight-free copy of the graph (weights become graph inputs of their shapes, small
+   constants stay) in which every value is a graph output; ORT's own shape inference,
+   which knows its ops, types those outputs without running anything (milliseconds);
+2. rules, where ORT refuses the copy or leaves a shape open (`ShapeSource.RULES` alone):
+   standard ops go through `onnx.shape_inference.infer_node_outputs`, one node at a time
+   (small initializers are passed as data, so Reshape/Slice/Pad read their constants);
+   ORT's ops have a rule each in `_RULES` (an NCHWc tensor is [N, C rounded up to the
+   block, H, W]: the channel count of the reordered weights, which are stored padded);
+3. anything else raises `KernelShapeError` (also a rule that fails on an attribute form
+   it does not know), and the caller learns the shapes by running the graph under ORT's
+   profiler instead.
+
+tests/test_kernel_shapes_ort.py checks both sources against the shapes ORT's profiler
+reports, kernel by kernel, for every op type of the benchmark corpus.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import onnx
+
+from taso.backends._session import GraphOptimization, SessionConfig, create_session
+from taso.errors import BackendError
 
 Shape = tuple[int, ...]
 
@@ -38,25 +52,90 @@ class TypedShape:
     shape: Shape
 
 
-def infer_kernel_shapes(model: onnx.ModelProto, block: int) -> dict[str, TypedShape]:
+def elem_type_of(name: str) -> int:
+    """onnx's element type for ORT's name of it ("float", "int64", "tensor(float16)";
+    0, onnx's UNDEFINED, for a name onnx does not know)."""
+    bare = name.removeprefix("tensor(").removesuffix(")")
+    try:
+        return onnx.TensorProto.DataType.Value(bare.upper())
+    except ValueError:
+        return onnx.TensorProto.UNDEFINED
+
+
+class ShapeSource(enum.Enum):
+    """Where `infer_kernel_shapes` takes the shapes of computed values from."""
+
+    ORT = "ort"  # ORT's own shape inference; the rules where it leaves a shape open
+    RULES = "rules"  # onnx's inference and `_RULES` only (the fallback, tested on its own)
+
+
+def infer_kernel_shapes(
+    model: onnx.ModelProto, block: int, *, source: ShapeSource = ShapeSource.ORT
+) -> dict[str, TypedShape]:
     """Every value's dtype and static shape; `block` is the NCHWc channel block (8 or 16)."""
-    graph = model.graph
-    known: dict[str, TypedShape] = {}
-    data: dict[str, onnx.TensorProto] = {}
-    for init in graph.initializer:
-        known[init.name] = TypedShape(init.data_type, tuple(init.dims))
-        if math.prod(init.dims) <= _SMALL_DATA and init.data_location != onnx.TensorProto.EXTERNAL:
-            data[init.name] = init
-    for value in graph.input:
-        if value.name not in known:
-            known[value.name] = _declared(value)
+    known, data = _given(model)
+    if source is ShapeSource.ORT:
+        found = _ort_shapes(model, known, data)
+        if found is not None:
+            return found
     opsets = {o.domain: o.version for o in model.opset_import}
-    for node in _topological(graph.node, set(known)):
+    for node in _topological(model.graph.node, set(known)):
         outputs = _infer_node(node, known, data, opsets, block)
         for name, typed in zip(node.output, outputs, strict=False):
             if name:
                 known[name] = typed
     return known
+
+
+def _given(model: onnx.ModelProto) -> tuple[dict[str, TypedShape], dict[str, onnx.TensorProto]]:
+    """The initializers' and graph inputs' shapes, and the initializers small enough to
+    pass as data."""
+    known: dict[str, TypedShape] = {}
+    data: dict[str, onnx.TensorProto] = {}
+    for init in model.graph.initializer:
+        known[init.name] = TypedShape(init.data_type, tuple(init.dims))
+        if math.prod(init.dims) <= _SMALL_DATA and init.data_location != onnx.TensorProto.EXTERNAL:
+            data[init.name] = init
+    for value in model.graph.input:
+        if value.name not in known:
+            known[value.name] = _declared(value)
+    return known, data
+
+
+def _ort_shapes(
+    model: onnx.ModelProto, given: Mapping[str, TypedShape], data: Mapping[str, onnx.TensorProto]
+) -> dict[str, TypedShape] | None:
+    """Every value's shape as ORT's own inference types it (None if ORT refuses the
+    weight-free copy or leaves any shape open)."""
+    config = SessionConfig(threads=1, optimization=GraphOptimization.DISABLE)
+    try:
+        session = create_session(_weightless(model, given, data), config)
+    except BackendError:
+        return None
+    shapes = dict(given)
+    for value in session.get_outputs():
+        dims = tuple(value.shape)
+        if not value.type.startswith("tensor(") or not all(isinstance(d, int) and d >= 0 for d in dims):
+            return None
+        shapes[value.name] = TypedShape(elem_type_of(value.type), dims)
+    return shapes
+
+
+def _weightless(
+    model: onnx.ModelProto, given: Mapping[str, TypedShape], data: Mapping[str, onnx.TensorProto]
+) -> onnx.ModelProto:
+    """`model` with its weights as graph inputs (only `data` kept) and every value an output."""
+    inputs = [
+        onnx.helper.make_tensor_value_info(name, typed.elem_type, list(typed.shape))
+        for name, typed in given.items()
+        if name not in data
+    ]
+    values = dict.fromkeys(name for node in model.graph.node for name in node.output if name)
+    outputs = [onnx.ValueInfoProto(name=name) for name in values]
+    graph = onnx.helper.make_graph(model.graph.node, model.graph.name, inputs, outputs, list(data.values()))
+    probe = onnx.helper.make_model(graph, opset_imports=model.opset_import, functions=model.functions)
+    probe.ir_version = model.ir_version
+    return probe
 
 
 def _declared(value: onnx.ValueInfoProto) -> TypedShape:
@@ -99,8 +178,13 @@ def _infer_node(
     rule = _RULES.get((node.domain, node.op_type))
     if rule is None:
         raise KernelShapeError(f"no shape rule for {node.domain}:{node.op_type}")
-    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-    return rule(inputs, attrs, block)
+    try:
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        return rule(inputs, attrs, block)
+    except KernelShapeError:
+        raise
+    except Exception as error:  # a rule meeting an attribute form it does not know
+        raise KernelShapeError(f"{node.domain}:{node.op_type} {node.name!r}: {error!r}") from error
 
 
 def _standard(
@@ -210,9 +294,13 @@ def _reorder_output(inputs: Inputs, attrs: Attrs, block: int) -> list[TypedShape
 
 
 def _upsample(inputs: Inputs, attrs: Attrs, block: int) -> list[TypedShape]:
+    """y = x scaled by integer factors, one per axis, N and C included (ORT writes its
+    NCHWc Upsample so, for Resize by scales or sizes and Upsample alike: [1, 1, 2, 2])."""
     x = _first(inputs)
-    scales = list(attrs["scales"])  # type: ignore[call-overload]
-    return [TypedShape(x.elem_type, (*x.shape[:2], *(s * k for s, k in zip(x.shape[2:], scales, strict=True))))]
+    scales = [int(s) for s in attrs["scales"]]  # type: ignore[attr-defined]
+    if len(scales) != len(x.shape):
+        raise KernelShapeError(f"NCHWc Upsample with {len(scales)} scales for a rank-{len(x.shape)} input")
+    return [TypedShape(x.elem_type, tuple(d * s for d, s in zip(x.shape, scales, strict=True)))]
 
 
 def _elementwise(inputs: Inputs, attrs: Attrs, block: int) -> list[TypedShape]:

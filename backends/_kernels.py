@@ -9,7 +9,9 @@ signature of what its latency depends on: op, attributes, input and output shape
 which inputs are weights (shapes from `_kernel_shapes`; never the weights' values).
 
 `profile_kernels` runs a compiled graph under ORT's profiler (optimizations off: the
-graph is already ORT's) and returns each kernel's median time over the timed runs.
+graph is already ORT's) and returns each kernel's median time over the timed runs;
+`profile_shapes` runs it once and returns the shapes ORT reports for each kernel's
+inputs and outputs (the oracle the inferred shapes are tested against).
 """
 
 from __future__ import annotations
@@ -29,7 +31,12 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from taso.backends._kernel_shapes import KernelShapeError, TypedShape, infer_kernel_shapes
+from taso.backends._kernel_shapes import (
+    KernelShapeError,
+    TypedShape,
+    elem_type_of,
+    infer_kernel_shapes,
+)
 from taso.backends._session import (
     GraphOptimization,
     ModelSource,
@@ -112,9 +119,6 @@ def _kernel(node: onnx.NodeProto, shapes: Mapping[str, TypedShape], weights: set
     parts.append("->")
     parts.extend(f"{shapes[n].shape}" if n in shapes else "-" for n in node.output)
     return Kernel(node.name, f"{node.domain}:{node.op_type}", _digest("|".join(parts)))
-
-
-_ELEM_TYPES = {"float": 1, "uint8": 2, "int8": 3, "int32": 6, "int64": 7, "bool": 9, "float16": 10, "double": 11}
 
 
 def _attributes(node: onnx.NodeProto) -> str:
@@ -201,25 +205,75 @@ def profile_kernels(
         profile_prefix=str(graph.path.parent / "profile"),
     )
     session = create_session(graph.path, config)
-    wanted = {i.name for i in session.get_inputs()}
-    feeds = {k: v for k, v in inputs.items() if k in wanted}
+    feeds = _feeds(session, inputs)
     warm = _timed_runs(session, feeds, runs.warmup)
     count = runs.runs_for(min(warm))
     _timed_runs(session, feeds, count)
-    trace = Path(call_ort("profiling the kernel graph", session.end_profiling))
+    events = _kernel_events(session)
     plain = statistics.median(_timed_runs(session, feeds, runs.runs_for(min(warm), profiled=False)))
+    durations: dict[str, list[float]] = defaultdict(list)
+    shapes: dict[str, ReportedShapes] = {}
+    for name, event in events:
+        durations[name].append(event["dur"] / 1e3)
+        shapes[name] = _reported(event.get("args", {}))
+    medians = {name: statistics.median(values[-count:]) for name, values in durations.items()}
+    signatures = {} if graph.shapes_known else _profiled_signatures(graph, shapes)
+    return KernelProfile(medians, signatures, plain)
+
+
+@dataclass(frozen=True)
+class ReportedShapes:
+    """The dtypes and shapes ORT's profiler reported for one kernel's inputs and outputs
+    (in order; absent optional ones left out)."""
+
+    inputs: tuple[TypedShape, ...]
+    outputs: tuple[TypedShape, ...]
+
+
+def profile_shapes(
+    graph: KernelGraph, inputs: Mapping[str, np.ndarray], *, threads: int = 1
+) -> dict[str, ReportedShapes]:
+    """Run `graph` once under ORT's profiler: the shapes it reports, by kernel name."""
+    config = SessionConfig(
+        threads=threads,
+        optimization=GraphOptimization.DISABLE,
+        extra=(("session.disable_prepacking", "1"),),  # a prepacked weight is reported as no input
+        profile_prefix=str(graph.path.parent / "shapes"),
+    )
+    session = create_session(graph.path, config)
+    _timed_runs(session, _feeds(session, inputs), 1)
+    return {name: _reported(event.get("args", {})) for name, event in _kernel_events(session)}
+
+
+def _feeds(session: ort.InferenceSession, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    wanted = {i.name for i in session.get_inputs()}
+    return {k: v for k, v in inputs.items() if k in wanted}
+
+
+def _kernel_events(session: ort.InferenceSession) -> list[tuple[str, dict[str, object]]]:
+    """End `session`'s profiling: its kernel events, in order, as (kernel name, event)."""
+    trace = Path(call_ort("profiling the kernel graph", session.end_profiling))
     events = json.loads(trace.read_text())
     trace.unlink()
-    durations: dict[str, list[float]] = defaultdict(list)
-    args: dict[str, Mapping[str, object]] = {}
-    for event in events:
-        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
-            name = event["name"][: -len("_kernel_time")]
-            durations[name].append(event["dur"] / 1e3)
-            args[name] = event.get("args", {})
-    medians = {name: statistics.median(values[-count:]) for name, values in durations.items()}
-    signatures = {} if graph.shapes_known else _profiled_signatures(graph, args)
-    return KernelProfile(medians, signatures, plain)
+    suffix = "_kernel_time"
+    return [
+        (event["name"][: -len(suffix)], event)
+        for event in events
+        if event.get("cat") == "Node" and event["name"].endswith(suffix)
+    ]
+
+
+def _reported(args: Mapping[str, object]) -> ReportedShapes:
+    return ReportedShapes(_typed(args.get("input_type_shape")), _typed(args.get("output_type_shape")))
+
+
+def _typed(entries: object) -> tuple[TypedShape, ...]:
+    """The profiler's `[{"float": [1, 3, 224, 224]}, ...]` as TypedShapes."""
+    typed = []
+    for entry in entries or []:  # type: ignore[attr-defined]
+        ((dtype, dims),) = entry.items()
+        typed.append(TypedShape(elem_type_of(dtype), tuple(dims)))
+    return tuple(typed)
 
 
 def _timed_runs(session: ort.InferenceSession, feeds: Mapping[str, np.ndarray], count: int) -> list[float]:
@@ -232,7 +286,7 @@ def _timed_runs(session: ort.InferenceSession, feeds: Mapping[str, np.ndarray], 
     return times
 
 
-def _profiled_signatures(graph: KernelGraph, args: Mapping[str, Mapping[str, object]]) -> dict[str, str]:
+def _profiled_signatures(graph: KernelGraph, reported: Mapping[str, ReportedShapes]) -> dict[str, str]:
     """Signatures from the value shapes the profiler reports (every node's outputs), so
     they equal the ones inferred shapes would have given."""
     structure = onnx.load(str(graph.path), load_external_data=False)
@@ -241,9 +295,7 @@ def _profiled_signatures(graph: KernelGraph, args: Mapping[str, Mapping[str, obj
         tensor = value.type.tensor_type
         shapes.setdefault(value.name, TypedShape(tensor.elem_type, tuple(d.dim_value for d in tensor.shape.dim)))
     for node in structure.graph.node:
-        reported = args.get(node.name, {}).get("output_type_shape") or []
-        for name, entry in zip([n for n in node.output if n], reported, strict=False):  # type: ignore[arg-type]
-            ((dtype, dims),) = entry.items()
-            shapes[name] = TypedShape(_ELEM_TYPES.get(dtype, 0), tuple(dims))
+        outputs = reported[node.name].outputs if node.name in reported else ()
+        shapes.update(zip([n for n in node.output if n], outputs, strict=False))
     weights = {init.name for init in structure.graph.initializer}
     return {node.name: _kernel(node, shapes, weights).signature for node in structure.graph.node}

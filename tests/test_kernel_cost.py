@@ -113,3 +113,72 @@ def test_more_kernels_cost_more(tmp_path) -> None:
     one = cost_model.cost(import_model(_conv_model(mul_after=False, relus=1)))  # Relu fused into the Conv
     three = cost_model.cost(import_model(_conv_model(mul_after=False, relus=3)))  # two Relus run on their own
     assert three > one
+
+
+def _upsampling_model(how: str, opset: int, mode: str) -> onnx.ModelProto:
+    """Conv (32 channels: NCHWc) -> Resize by `scales` or `sizes`, or Upsample by its
+    `scales` input (opset 9) or attribute (opset 7): x2 on both spatial axes."""
+    rng = np.random.default_rng(0)
+    weights = [numpy_helper.from_array(rng.standard_normal((32, 32, 3, 3)).astype(np.float32) * 0.1, "w")]
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
+    sizes = numpy_helper.from_array(np.array([1, 32, 40, 40], np.int64), "sizes")
+    empty = numpy_helper.from_array(np.array([], np.float32), "empty")  # roi; no scales (opset 11)
+    upsample = {
+        "resize-scales": (["c", "empty", "scales"], [scales, empty], {}),
+        "resize-sizes": (["c", "empty", "empty", "sizes"], [sizes, empty], {}),
+        "upsample-input": (["c", "scales"], [scales], {}),
+        "upsample-attribute": (["c"], [], {"scales": [1.0, 1.0, 2.0, 2.0]}),
+    }
+    inputs, constants, attributes = upsample[how]
+    op = "Resize" if how.startswith("resize") else "Upsample"
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node(op, inputs, ["y"], mode=mode, **attributes),
+    ]
+    graph = helper.make_graph(
+        nodes, "upsampling", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 20, 20])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], weights + constants,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize(
+    ("how", "opset", "mode"),
+    [
+        ("resize-scales", 11, "nearest"),
+        ("resize-scales", 13, "linear"),
+        ("resize-sizes", 11, "linear"),
+        ("resize-sizes", 13, "nearest"),
+        ("upsample-input", 9, "nearest"),
+        ("upsample-input", 9, "linear"),
+        ("upsample-attribute", 7, "nearest"),
+    ],
+)
+def test_resize_and_upsample_after_an_nchwc_conv_are_priced(how: str, opset: int, mode: str, tmp_path) -> None:
+    """Detectors and FPN heads upsample by four scales; ORT turns some of these into its
+    NCHWc Upsample, whose shapes used to crash the kernel graph's shape inference."""
+    model = _upsampling_model(how, opset, mode)
+    assert compile_kernels(model, tmp_path).shapes_known
+    cost_model = KernelCostModel(cache=CostCache(tmp_path / "cache"), runs=_QUICK)
+    assert cost_model.cost(import_model(model)) > 0
+
+
+def _reorder_output_model(**attributes: object) -> onnx.ModelProto:
+    """ReorderInput -> ReorderOutput, as ORT's NCHWc layout writes them, with `attributes`."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 4, 4])
+    nodes = [
+        helper.make_node("ReorderInput", ["x"], ["b"], domain="com.microsoft.nchwc"),
+        helper.make_node("ReorderOutput", ["b"], ["y"], domain="com.microsoft.nchwc", **attributes),
+    ]
+    graph = helper.make_graph(nodes, "reorders", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft.nchwc", 1)]
+    )
+
+
+def test_a_rule_that_meets_an_unexpected_attribute_form_raises_kernel_shape_error() -> None:
+    """The caller's fallback (learning shapes from ORT's profiler) catches KernelShapeError
+    only: a rule's KeyError or ValueError would crash the pricing instead."""
+    assert infer_kernel_shapes(_reorder_output_model(channels=32), 16)["y"].shape == (1, 32, 4, 4)
+    with pytest.raises(KernelShapeError, match="ReorderOutput"):
+        infer_kernel_shapes(_reorder_output_model(), 16)  # no `channels`
