@@ -2,7 +2,9 @@
 
 Every real graph input (graph inputs that are also initializers are optional overrides
 and are skipped) gets a deterministic random tensor of its dtype and of the shape that
-`resolve_shapes` derives from the profile. Values are chosen so that the model runs:
+`resolve_shapes` derives from the profile (a sequence input: a list of two such
+tensors; an optional input: present). Inputs too large for this machine are refused
+with a BackendError before anything is allocated. Values are chosen so that the model runs:
 
 * floats: standard normal (float16/float64 as declared);
 * integers used as indices: an input that reaches the indices of Gather /
@@ -17,6 +19,8 @@ and are skipped) gets a deterministic random tensor of its dtype and of the shap
 
 from __future__ import annotations
 
+import math
+import os
 import re
 from collections import defaultdict, deque
 from collections.abc import Iterator, Mapping
@@ -25,8 +29,15 @@ import numpy as np
 import onnx
 
 from taso.backends._session import ModelSource, load_structure
-from taso.backends.profiles import Shape, ShapeProfile, real_inputs, resolve_shapes
-from taso.errors import UnsupportedModelError
+from taso.backends.profiles import (
+    InputKind,
+    Shape,
+    ShapeProfile,
+    real_inputs,
+    resolve_shapes,
+    tensor_type,
+)
+from taso.errors import BackendError
 
 DEFAULT_INT_HIGH = 8
 _MASK_NAME = re.compile(r"mask", re.IGNORECASE)
@@ -54,29 +65,70 @@ _INTS = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, 
 
 def make_inputs(
     model: ModelSource, *, profile: ShapeProfile | None = None, seed: int = 0
-) -> dict[str, np.ndarray]:
+) -> dict[str, Feed]:
     """Deterministic random inputs for every real input of `model` (see module doc)."""
     structure = load_structure(model)
     shapes = resolve_shapes(structure, profile)
     bounds = _index_bounds(structure.graph, shapes)
     rng = np.random.default_rng(seed)
-    values: dict[str, np.ndarray] = {}
-    for value in real_inputs(structure.graph):
-        dtype = _numpy_dtype(value)
+    inputs = [(value, *tensor_type(value)) for value in real_inputs(structure.graph)]
+    _check_size({value.name: (_numpy_dtype(value.name, t), kind, shapes[value.name]) for value, kind, t in inputs})
+    values: dict[str, Feed] = {}
+    for value, kind, tensor in inputs:
+        dtype, shape = _numpy_dtype(value.name, tensor), shapes[value.name]
         # np.asarray: for a scalar input NumPy returns a scalar (np.bool_), which ORT refuses
-        values[value.name] = np.asarray(_random_tensor(value.name, dtype, shapes[value.name], bounds, rng))
+        arrays = [np.asarray(_random_tensor(value.name, dtype, shape, bounds, rng)) for _ in range(_copies(kind))]
+        values[value.name] = arrays if kind is InputKind.SEQUENCE else arrays[0]
     return values
 
 
-def _numpy_dtype(value: onnx.ValueInfoProto) -> np.dtype:
-    kind = value.type.WhichOneof("value")
-    elem_type = getattr(value.type, kind).elem_type
+Feed = np.ndarray | list[np.ndarray]
+SEQUENCE_LENGTH = 2
+"""Elements fed to a sequence input: two, so that position-dependent code runs."""
+
+
+def _copies(kind: InputKind) -> int:
+    return SEQUENCE_LENGTH if kind is InputKind.SEQUENCE else 1
+
+
+MAX_INPUT_FRACTION = 1 / 16
+"""Generated inputs may take at most this share of the machine's memory: the activations
+of a run are many times the inputs (a 1x3x100000x100000 input asked for 120 GB and ended
+in MemoryError mid-run)."""
+
+
+def _check_size(inputs: Mapping[str, tuple[np.dtype, InputKind, Shape]]) -> None:
+    """Refuse, before allocating anything, inputs too large to run the model with."""
+    total = sum(
+        math.prod(shape) * dtype.itemsize * _copies(kind) for dtype, kind, shape in inputs.values()
+    )
+    limit = _memory_bytes() * MAX_INPUT_FRACTION
+    if total > limit:
+        shapes = ", ".join(f"{name}={'x'.join(map(str, shape))}" for name, (_, _, shape) in inputs.items())
+        raise BackendError(
+            f"inputs at {shapes} would take {total / 2**30:.1f} GiB, more than "
+            f"{MAX_INPUT_FRACTION:.0%} of this machine's memory ({limit / 2**30:.1f} GiB)"
+        )
+
+
+def _memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def _numpy_dtype(name: str, tensor: onnx.TypeProto.Tensor) -> np.dtype:
+    elem_type = tensor.elem_type
     if elem_type == onnx.TensorProto.STRING:
         return np.dtype(object)
-    dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+    try:
+        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, TypeError, ValueError):
+        dtype = np.dtype(np.void)
     if dtype.type not in (*_FLOATS, *_INTS, np.bool_):
-        name = onnx.TensorProto.DataType.Name(elem_type)
-        raise UnsupportedModelError(f"input {value.name!r} has dtype {name}, not supported")
+        label = onnx.TensorProto.DataType.Name(elem_type) if elem_type in onnx.TensorProto.DataType.values() else elem_type
+        raise BackendError(f"input {name!r} has dtype {label}; no inputs can be generated for it")
     return dtype
 
 

@@ -17,13 +17,14 @@ taken from its input's own given shape or defaulted like a dim without a name.
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import onnx
 
-from taso.errors import UnsupportedModelError, UsageError
+from taso.errors import BackendError, UsageError
 
 DEFAULT_DIM = 32
 BATCH_DIM = 1
@@ -110,19 +111,38 @@ class _Dim:
     symbol: str | None
 
 
+class InputKind(enum.Enum):
+    """How a graph input wraps its tensor: fed as an array, a list of arrays, or an array."""
+
+    TENSOR = "tensor"
+    SEQUENCE = "sequence"  # seq(tensor): fed as a list of tensors of the element's shape
+    OPTIONAL = "optional"  # optional(tensor): fed present
+
+
+def tensor_type(value: onnx.ValueInfoProto) -> tuple[InputKind, onnx.TypeProto.Tensor]:
+    """The tensor an input holds and how it wraps it; BackendError for maps and nesting
+    (no feeds can be made for them, so a model reading one is not run)."""
+    type_proto, kind = value.type, InputKind.TENSOR
+    outer = type_proto.WhichOneof("value")
+    if outer in ("sequence_type", "optional_type"):
+        kind = InputKind.SEQUENCE if outer == "sequence_type" else InputKind.OPTIONAL
+        type_proto = getattr(type_proto, outer).elem_type
+    inner = type_proto.WhichOneof("value")
+    if inner not in ("tensor_type", "sparse_tensor_type"):
+        raise BackendError(f"input {value.name!r} is a {outer}; no inputs can be generated for it")
+    return kind, getattr(type_proto, inner)
+
+
 def _declared_dims(value: onnx.ValueInfoProto) -> list[_Dim] | None:
-    """The declared dims of a tensor input, or None when its rank is unknown."""
-    kind = value.type.WhichOneof("value")
-    if kind not in ("tensor_type", "sparse_tensor_type"):
-        raise UnsupportedModelError(f"input {value.name!r} is a {kind}; only tensors are supported")
-    tensor = getattr(value.type, kind)
+    """The declared dims of a tensor input (or of a sequence's element), or None when its rank is unknown."""
+    tensor = tensor_type(value)[1]
     if not tensor.HasField("shape"):
         return None
     return [_dim_of(d) for d in tensor.shape.dim]
 
 
 def _dim_of(dim: onnx.TensorShapeProto.Dimension) -> _Dim:
-    if dim.HasField("dim_value") and dim.dim_value > 0:
+    if dim.HasField("dim_value") and dim.dim_value >= 0:  # 0 is an empty axis, -1 a dynamic one
         return _Dim(dim.dim_value, None)
     param = dim.dim_param.strip()
     return _Dim(None, None if param in _ANONYMOUS_PARAMS else param)

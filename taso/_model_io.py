@@ -121,7 +121,9 @@ def check_model(model: onnx.ModelProto, *, path: Path | None = None) -> None:
     `_with_weights_as_inputs`: the checker would look for the data files relative to the
     working directory.
     """
-    if path is not None:
+    if model.graph.sparse_initializer:
+        check_exported(model)  # onnx's inference types them sparse, which no standard op takes
+    elif path is not None:
         _checked(lambda: onnx.checker.check_model(str(path), full_check=True))
     elif has_external_data(model):
         check_exported(model)
@@ -147,7 +149,7 @@ def _checked(check: Callable[[], None]) -> None:
 
 
 def _with_weights_as_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
-    """The model with its external and large initializers declared as graph inputs instead.
+    """The model with its external, large and sparse initializers declared as graph inputs instead.
 
     Nodes, small initializers (shapes, axes: what shape inference reads), types and opsets
     are kept, so the full check and strict shape inference see the same graph; external
@@ -158,9 +160,14 @@ def _with_weights_as_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
         if descriptor.name != "graph":
             copy_field(twin, descriptor, value)
     for descriptor, value in model.graph.ListFields():
-        if descriptor.name != "initializer":
+        if descriptor.name not in ("initializer", "sparse_initializer"):
             copy_field(twin.graph, descriptor, value)
     declared = {value.name for value in model.graph.input}
+    for sparse in model.graph.sparse_initializer:  # ORT densifies them when it loads the model
+        if sparse.values.name not in declared:
+            twin.graph.input.append(
+                onnx.helper.make_tensor_value_info(sparse.values.name, sparse.values.data_type, sparse.dims)
+            )
     for tensor in model.graph.initializer:
         if tensor.data_location != onnx.TensorProto.EXTERNAL and tensor_byte_bound(tensor) < _INLINE_CHECK_BYTES:
             twin.graph.initializer.append(tensor)

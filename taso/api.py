@@ -46,7 +46,9 @@ from taso.errors import BackendError, UsageError
 from taso.ir import Graph
 from taso.report import CheckStatus, Decision, Latency, Report, StopReason, SweepRecord
 from taso.search import CostModel, SearchProgress
+from taso.search.guarded import GuardedCost, describe, guarded_judge
 from taso.search.sweep import SweepStep
+from taso.substitutions.rule import Rule
 
 DEFAULT_TIME_BUDGET_S = 10.0
 
@@ -104,6 +106,53 @@ def optimize_onnx(
     profile = _profile(shapes)
     phases = _Phases()
     say = progress or (lambda _msg: None)
+    notes: list[str] = []
+
+    def note(message: str) -> None:
+        """A warning for the report, said as it happens."""
+        notes.append(message)
+        say(message)
+
+    with _warnings_noted(note):
+        return _optimize(
+            model, output, backend=backend, time_budget_s=time_budget_s, alpha=alpha, check=check, rules=rules,
+            profile=profile, say=say, note=note, notes=notes, base_dir=base_dir, report_path=report_path,
+            phases=phases, started=started,
+        )
+
+
+@contextmanager
+def _warnings_noted(note: Callable[[str], None]) -> Iterator[None]:
+    """Our own RuntimeWarnings (a cost cache fallen back to memory...) become report notes
+    as they are raised; other warnings are shown as before."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("default", category=RuntimeWarning)
+        shown = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: object = None, line: str | None = None) -> None:
+            if issubclass(category, RuntimeWarning) and _ours(filename):
+                note(str(message))
+            else:
+                shown(message, category, filename, lineno, file, line)  # type: ignore[arg-type]
+
+        warnings.showwarning = show
+        yield
+
+
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _ours(filename: str) -> bool:
+    return Path(filename).resolve().is_relative_to(_ROOT)
+
+
+def _optimize(
+    model: str | os.PathLike[str] | onnx.ModelProto, output: str | os.PathLike[str] | None, *, backend: str,
+    time_budget_s: float, alpha: float, check: bool, rules: RulesArg, profile: ShapeProfile | None,
+    say: Callable[[str], None], note: Callable[[str], None], notes: list[str], base_dir: str | os.PathLike[str] | None,
+    report_path: str | os.PathLike[str] | None, phases: _Phases, started: float,
+) -> OptimizeResult:
     with phases.time("load"):
         loaded = load_model(model, base_dir=base_dir)
         out_path, report_out = _output_paths(loaded, output, report_path)
@@ -116,16 +165,18 @@ def optimize_onnx(
         with phases.time("check"):
             reference = run_reference(_source(loaded), profile=profile)
     search_s = _search_seconds(time_budget_s, time.perf_counter() - started, reference if check else None, say)
+    if check and reference is not None and reference.error is not None and search_s > 0:
+        note(f"ONNX Runtime cannot run the original model, so no rewrite could be checked and none was searched "
+             f"for: {reference.error}")
+        search_s = 0.0
     with phases.time("search"):
-        outcome, notes = _search(
+        outcome = _search(
             graph, time_budget_s=search_s, alpha=alpha, rules=rules, backend=backend, profile=profile, say=say,
-            reference=reference,
+            reference=reference, note=note,
         )
     with phases.time("export"):
         original = export_model(graph)
-        candidate = export_model(outcome.graph) if outcome.applied else original
-        if outcome.applied:
-            check_exported(candidate)
+        candidate, outcome = _exported(outcome, original, note)
     result = _check_and_choose(
         loaded, graph, original, candidate, outcome, reference, check=check, profile=profile, phases=phases, say=say, notes=notes,
         measured_costs=backend != "analytical", deadline=started + time_budget_s * (1 + DECISION_SLACK),
@@ -180,20 +231,53 @@ def _search_seconds(
     return search_s
 
 
+def _exported(
+    outcome: SearchOutcome, original: onnx.ModelProto, note: Callable[[str], None]
+) -> tuple[onnx.ModelProto, SearchOutcome]:
+    """The search's result as a checked ModelProto; the original if that fails (our fault)."""
+    if not outcome.applied:
+        return original, outcome
+    try:
+        candidate = export_model(outcome.graph)
+        check_exported(candidate)
+    except Exception as error:  # noqa: BLE001  (the input was valid: a rewrite made this)
+        note(f"the optimized model could not be exported ({describe(error)}); the original is returned")
+        return original, dataclasses.replace(outcome, graph=outcome.graph, applied={}, stop_reason=StopReason.FAILED)
+    return candidate, outcome
+
+
 def _search(
     graph: Graph, *, time_budget_s: float, alpha: float, rules: RulesArg, backend: str,
     profile: ShapeProfile | None, say: Callable[[str], None], reference: ReferenceRun | None,
-) -> tuple[SearchOutcome, list[str]]:
-    """Search the main graph, then the If/Loop/Scan bodies, sharing the budget by node count."""
+    note: Callable[[str], None],
+) -> SearchOutcome:
+    """Search the main graph, then the If/Loop/Scan bodies, sharing the budget by node count.
+
+    A failure inside the search (a cost model, a judge, a sweep, a rule) never aborts the
+    call: the graph searched so far is kept, or the input's, with a note saying why.
+    """
     if time_budget_s == 0:
-        return SearchOutcome(graph, {}, StopReason.NO_SEARCH), []
+        return SearchOutcome(graph, {}, StopReason.NO_SEARCH)
     chosen = resolve_rules(rules)
     if not chosen:
-        return SearchOutcome(graph, {}, StopReason.NO_RULES), []
+        return SearchOutcome(graph, {}, StopReason.NO_RULES)
     say(f"searching with {len(chosen)} proved rules for up to {time_budget_s:.1f} s")
+    try:
+        return _search_all(graph, chosen, time_budget_s=time_budget_s, alpha=alpha, backend=backend,
+                           profile=profile, say=say, reference=reference, note=note)
+    except Exception as error:  # noqa: BLE001
+        note(f"the search failed and was abandoned ({describe(error)}); the original is returned")
+        return SearchOutcome(graph, {}, StopReason.FAILED)
+
+
+def _search_all(
+    graph: Graph, chosen: tuple[Rule, ...], *, time_budget_s: float, alpha: float, backend: str,
+    profile: ShapeProfile | None, say: Callable[[str], None], reference: ReferenceRun | None,
+    note: Callable[[str], None],
+) -> SearchOutcome:
     started = time.perf_counter()
-    cost_model = _cost_model(graph, backend, profile, reference)
-    sweeping = _sweeping(graph, backend=backend, profile=profile, say=say, reference=reference)
+    cost_model = _cost_model(graph, backend, profile, reference, note)
+    sweeping = _sweeping(graph, backend=backend, profile=profile, say=say, reference=reference, note=note)
     in_bodies = body_node_count(graph)
     main_share = time_budget_s * len(graph.nodes) / max(len(graph.nodes) + in_bodies, 1)
     main_share = max(0.0, main_share - (time.perf_counter() - started))
@@ -202,7 +286,7 @@ def _search(
         sweeping=sweeping,
     )
     if not in_bodies:
-        return outcome, []
+        return outcome
 
     def search_body(body: Graph, budget_s: float) -> tuple[Graph, dict[str, int]]:
         found = run_search(body, rules=chosen, cost_model=cost_model, alpha=alpha, time_budget_s=budget_s)
@@ -211,13 +295,14 @@ def _search(
     left = max(0.0, time_budget_s - (time.perf_counter() - started))
     bodies = optimize_bodies(outcome.graph, search_body, budget_s=left)
     applied = Counter(outcome.applied) + Counter(bodies.applied)
-    merged = dataclasses.replace(outcome, graph=bodies.graph, applied=dict(sorted(applied.items())))
-    return merged, [f"subgraph left unoptimized: {reason}" for reason in bodies.skipped]
+    for reason in bodies.skipped:
+        note(f"subgraph left unoptimized: {reason}")
+    return dataclasses.replace(outcome, graph=bodies.graph, applied=dict(sorted(applied.items())))
 
 
 def _sweeping(
     graph: Graph, *, backend: str, profile: ShapeProfile | None, say: Callable[[str], None],
-    reference: ReferenceRun | None,
+    reference: ReferenceRun | None, note: Callable[[str], None],
 ) -> Sweeping | None:
     """The whole-model judge for rule sweeps, when the model can be judged whole.
 
@@ -227,8 +312,8 @@ def _sweeping(
     """
     if backend != "ort-cpu" or graph.context is None or _has_external_weights(graph) or reference is None:
         return None
-    judge = MeasuredJudge.for_reference(reference)
-    if judge is None:
+    measured = MeasuredJudge.for_reference(reference)
+    if measured is None:
         if reference.error is None:
             say("rule sweeps skipped: the model is too slow per run to judge candidates whole")
         return None
@@ -241,10 +326,13 @@ def _sweeping(
         verdict = ("faster" if step.complete else "ahead when time ran out") if step.accepted else "not faster"
         say(f"sweep {step.rule_id} x{step.rewrites}: {predicted}, measured {step.speedup:.3f}x, {verdict}")
 
-    prior = AnalyticalCostModel(profile=profile, folds=Folds.ORT)
+    judge = guarded_judge(measured, on_failure=note)
+    prior = GuardedCost(AnalyticalCostModel(profile=profile, folds=Folds.ORT), None, on_failure=note,
+                        name="the sweep's analytical prior")
     if weight_bytes(graph) > SCREEN_MAX_BYTES:
         return Sweeping(judge, prior, on_step)
-    screen = KernelCostModel(profile=profile, whole_graph_bytes=math.inf)  # sweeps are priced whole
+    screen = GuardedCost(KernelCostModel(profile=profile, whole_graph_bytes=math.inf), None, on_failure=note,
+                         name="the sweep screen (kernel cost model)")  # sweeps are priced whole
     return Sweeping(judge, prior, on_step, screen=screen, min_predicted=MIN_PREDICTED_SPEEDUP)
 
 
@@ -282,13 +370,20 @@ def _validate_options(*, backend: str, time_budget_s: float, alpha: float) -> No
         raise UsageError(f"backend {backend!r} is not available here: {exc}") from None
 
 
-def _cost_model(graph: Graph, backend: str, profile: ShapeProfile | None, reference: ReferenceRun | None) -> CostModel:
+def _cost_model(
+    graph: Graph, backend: str, profile: ShapeProfile | None, reference: ReferenceRun | None,
+    note: Callable[[str], None],
+) -> CostModel:
+    analytical = AnalyticalCostModel(profile=profile)
     if backend == "analytical":
-        return AnalyticalCostModel(profile=profile)
+        return GuardedCost(analytical, None, on_failure=note, name="the analytical cost model")
     model = KernelCostModel(profile=profile)
     if reference is not None and reference.timing is not None:
-        model.seed(graph, reference.timing.run_ms)
-    return model
+        try:
+            model.seed(graph, reference.timing.run_ms)
+        except Exception as error:  # noqa: BLE001
+            note(f"the kernel cost model could not be seeded ({describe(error)})")
+    return GuardedCost(model, analytical, on_failure=note, name="the kernel cost model")
 
 
 def _throttled(say: Callable[[str], None], every_s: float = 1.0) -> Callable[[SearchProgress], None]:
@@ -371,13 +466,14 @@ def _check_and_choose(
     except _CandidateRejected as exc:
         notes.append(f"ONNX Runtime refused the optimized model (the original runs): {exc}")
         status, decision = CheckStatus.FAILED, Decision.REJECTED
-    except BackendError as exc:
-        notes.append(f"ONNX Runtime cannot run this model, so it was neither checked nor measured: {exc}")
+    except BackendError as exc:  # never return a rewrite that was not checked and measured
+        notes.append(f"ONNX Runtime cannot run this model, so no rewrite was checked or measured: {exc}")
+        say(notes[-1])
         warnings.warn(notes[-1], stacklevel=3)
         status = CheckStatus.SKIPPED
         if outcome.applied:
-            decision = Decision.UNMEASURED
-    chosen = candidate if decision in (Decision.OPTIMIZED, Decision.UNMEASURED, Decision.UNCHECKED) else original
+            decision = Decision.UNCHECKABLE
+    chosen = candidate if decision in (Decision.OPTIMIZED, Decision.UNCHECKED) else original
     report = Report(
         input_nodes=len(loaded.model.graph.node),
         output_nodes=len(chosen.graph.node),

@@ -120,6 +120,9 @@ def _optimize(args: argparse.Namespace) -> int:
             progress=progress,
             report_path=args.report,
         )
+    if args.quiet:  # progress said them as they happened; quiet or not, stderr hears them
+        for warning in result.report.warnings:
+            print(f"taso: warning: {warning}", file=sys.stderr)
     print(result.report.summary())
     print(f"wrote {args.output}")
     if args.report is not None:

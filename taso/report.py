@@ -19,6 +19,7 @@ class StopReason(enum.Enum):
     EXHAUSTED = "search space exhausted"
     TIME_BUDGET = "time budget reached"
     GRAPH_BUDGET = "explored-graph budget reached"
+    FAILED = "the search failed and was abandoned (see the warnings)"
 
 
 class Decision(enum.Enum):
@@ -30,7 +31,7 @@ class Decision(enum.Enum):
     NOT_PREDICTED_FASTER = "original returned: the search predicted under 1% gain, too little to measure"
     MISMATCH = "original returned: the optimized model's outputs differ"
     REJECTED = "original returned: ONNX Runtime refused the optimized model"
-    UNMEASURED = "optimized model returned unmeasured: ONNX Runtime cannot run this model"
+    UNCHECKABLE = "original returned: ONNX Runtime cannot run the models, so the rewrites could not be checked"
     UNCHECKED = "optimized model returned unchecked and unmeasured, as asked (check=False)"
 
 
