@@ -26,10 +26,10 @@ import onnx
 from taso.ir import INTERNAL_DOMAIN, Graph, Initializer, Node, TensorType
 from taso.opspecs import Lowering, OpKind, OpSpec, ShapeError, spec_by_name
 from taso.substitutions._bridge import GraphIndex, graph_index
-from taso.substitutions._constraints import Undecidable, evaluate_param, tensor_env
+from taso.substitutions._constraints import Undecidable, target_param, tensor_env
 from taso.substitutions._emit import NameSource, as_attribute, emit_nodes, ir_shape, spec_shape
 from taso.substitutions._matcher import Match
-from taso.substitutions.rule import ParamExpr, ParamVar, PatternNode, Rule, split_ref
+from taso.substitutions.rule import PatternNode, Rule, split_ref
 
 
 class _Invalid(Exception):
@@ -103,7 +103,7 @@ class _Builder:
 
     def _add_target_node(self, node: PatternNode) -> None:
         spec = spec_by_name(node.op)
-        params = spec.complete({k: self._param(v) for k, v in node.params})
+        params = spec.complete({k: target_param(v, self.env) for k, v in node.params})
         inputs = tuple(self._value(r) for r in node.inputs)
         shapes = [spec_shape(self._type(i), i) for i in inputs]
         if any(s is None for s in shapes):
@@ -122,13 +122,6 @@ class _Builder:
             self.nodes += emitted.nodes
             self.initializers += emitted.initializers
             self.types.update(emitted.types)
-
-    def _param(self, value: object) -> object:
-        if isinstance(value, ParamVar):
-            return self.match.param_map()[value.name]
-        if isinstance(value, ParamExpr):
-            return as_attribute(evaluate_param(value.expr, self.env))
-        return as_attribute(value)
 
     def _output_name(self, node: PatternNode, index: int) -> str:
         ref = f"{node.id}:{index}"

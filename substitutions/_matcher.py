@@ -14,7 +14,23 @@ A complete binding is refused when
   - an internal value (a matched node's output that is not a mapped output) is read
     outside the match or is a graph output,
   - a constraint is false or undecidable on symbolic shapes (see `_constraints`),
-  - the rewrite would create a cycle (see `_creates_cycle`).
+  - the rewrite would create a cycle (see `_creates_cycle`),
+  - the rule is not bit-exact (`rule.exactness` is not EXACT) and the match breaks one of
+    its exactness guards, below.
+
+Exactness guards: what `--no-check` (`optimize_onnx(check=False)`) may and may not change.
+A `reassociates` rule holds over the reals; in floats it may round differently (`x / 3`
+becomes `x * 0.33333334`), and an unchecked run accepts that. It may not change the class
+of a value or flip a decision, so such a rule does not match when
+  - a constant it binds or folds is not finite and normal (or an exact zero), its target
+    divides by a run-time value, ... (the side conditions in `_constraints`): no rewrite
+    turns `x / 1e-40` into `x * inf` or `(x * 1e20) * 1e19` into `x * inf`;
+  - a value it rewrites is read by a decision (`_DECISIONS`: comparisons, arg-max, rounding,
+    quantization, casts to integers), directly or through ops that never round
+    (`_NON_ROUNDING`: layout ops, Relu, Max...). A one-ulp change there flips a result
+    outright (`x / 3 == t` against `x * (1/3) == t`); after an op that rounds, the
+    difference is an ordinary rounding difference like any other.
+Exact rules are not guarded: they are bit-exact on every input.
 """
 
 from __future__ import annotations
@@ -22,9 +38,17 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
-from taso.ir import Graph
+import onnx
+
+from taso.ir import Graph, Node
+from taso.opspecs import Exactness
 from taso.substitutions._bridge import GraphIndex, NodeView, graph_index
-from taso.substitutions._constraints import constraint_holds, tensor_env
+from taso.substitutions._constraints import (
+    ConstantValues,
+    constraint_holds,
+    side_condition_failure,
+    tensor_env,
+)
 from taso.substitutions._pattern import CompiledNode, CompiledRule, InputRef, NodeRef, compile_rule
 from taso.substitutions.rule import ParamVar, Rule, TensorRole
 
@@ -97,6 +121,7 @@ class _Search:
         self.index = index
         self.graph = index.graph
         self.compiled = compiled
+        self.values = ConstantValues(index)
 
     # ----- seeds ---------------------------------------------------------------------------
     def run(self, near: Collection[int] | None) -> Iterator[_State]:
@@ -212,6 +237,7 @@ class _Search:
             and self._internals_private(state)
             and self._constraints_hold(state)
             and not _creates_cycle(self.index, self.compiled, state)
+            and self._exactness_guards_hold(state)
         )
 
     def _inputs_outside(self, state: _State) -> bool:
@@ -234,8 +260,22 @@ class _Search:
     def _constraints_hold(self, state: _State) -> bool:
         if not self.compiled.rule.constraints:
             return True
-        env = {**tensor_env(self.graph, state.tensors, self.index.is_constant, self.index.constant_array), **state.params}
+        env = self._env(state)
         return all(constraint_holds(expr, env) for expr in self.compiled.rule.constraints)
+
+    def _env(self, state: _State) -> dict[str, object]:
+        return {**tensor_env(self.graph, state.tensors, self.index.is_constant, self.index.constant_array), **state.params}
+
+    def _exactness_guards_hold(self, state: _State) -> bool:
+        rule = self.compiled.rule
+        if rule.exactness is Exactness.EXACT:
+            return True
+        mapped = {state.values[ref] for ref in self.compiled.mapped_sources}
+        if _feeds_decision(self.graph, mapped, set(state.nodes.values())):
+            return False
+        views = (self.index.view(state.nodes[n.id]) for n in self.compiled.nodes)
+        source = tuple(view for view in views if view is not None)  # matched nodes all have views
+        return side_condition_failure(rule, self.values, state.tensors, source, self._env(state)) is None
 
 
 def _bind_params(bound: Mapping[str, object], node: CompiledNode, view: NodeView) -> dict[str, object] | None:
@@ -254,6 +294,55 @@ def _normalize(value: object) -> object:
     if isinstance(value, list | tuple):
         return tuple(_normalize(v) for v in value)
     return value
+
+
+# ----- decisions downstream ---------------------------------------------------------------
+
+_DECISIONS = frozenset({
+    "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",  # comparisons
+    "ArgMax", "ArgMin", "TopK", "Hardmax", "NonZero",  # which element wins
+    "Floor", "Ceil", "Round", "Sign", "Mod", "IsInf", "IsNaN",  # steps
+    "QuantizeLinear", "DynamicQuantizeLinear",  # rounding to integers
+})
+"""ONNX ops whose result jumps when an input moves by one ulp (Cast to a non-float type too)."""
+
+_NON_ROUNDING = frozenset({
+    "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split",
+    "Slice", "Gather", "GatherElements", "GatherND", "Expand", "Tile", "Pad", "DepthToSpace",
+    "SpaceToDepth", "Relu", "Max", "Min", "Clip", "MaxPool", "GlobalMaxPool", "ReduceMax", "ReduceMin",
+})
+"""ONNX ops each of whose outputs is one of their inputs' elements (or a constant): a
+rounding difference reaches their consumers unchanged."""
+
+_FLOAT_TYPES = frozenset({
+    onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
+})
+
+
+def _feeds_decision(graph: Graph, values: set[str], matched: set[int]) -> bool:
+    """Whether a decision op outside the match reads one of `values`, through non-rounding ops."""
+    seen, stack = set(values), list(values)
+    while stack:
+        for node_id in graph.consumers.get(stack.pop(), ()):
+            node = graph.nodes[node_id]
+            if node_id in matched or node.domain not in ("", "ai.onnx"):
+                continue
+            if node.op_type in _DECISIONS or _casts_to_integers(graph, node):
+                return True
+            if node.op_type in _NON_ROUNDING:
+                fresh = [out for out in node.outputs if out and out not in seen]
+                seen.update(fresh)
+                stack.extend(fresh)
+    return False
+
+
+def _casts_to_integers(graph: Graph, node: Node) -> bool:
+    if node.op_type == "Cast":
+        return node.attr("to") not in _FLOAT_TYPES
+    if node.op_type == "CastLike" and len(node.inputs) > 1:
+        like = graph.types.get(node.inputs[1])
+        return like is None or like.elem_type not in _FLOAT_TYPES
+    return False
 
 
 # ----- cycles ------------------------------------------------------------------------------

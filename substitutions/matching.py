@@ -4,6 +4,9 @@
     matches = find_matches(graph, rule, near=ids)  # only those touching these node ids
     variant = apply(graph, rule, matches[0])       # a new Graph, or None if invalid here
 
+A rule that is not bit-exact matches only where its exactness guards hold (finite,
+normal constants; no decision reading a rewritten value): see `_matcher`.
+
 `node_view(graph, node)` shows how the matcher sees a node (spec, parameters, tensor
 inputs), or None for opaque nodes. The engine lives in the private `_matcher`,
 `_apply`, `_bridge` and `_emit` modules.

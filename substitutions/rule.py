@@ -110,7 +110,12 @@ class Proof:
 
 @dataclass(frozen=True)
 class Rule:
-    """`source == target` on the mapped outputs, whenever `constraints` hold."""
+    """`source == target` on the mapped outputs, whenever `constraints` hold.
+
+    `exactness` EXACT: bit for bit on every input. Anything else (`reassociates`: over the
+    reals; floats may round differently) also carries implicit side conditions that the
+    matcher enforces: constants stay finite and normal, and no decision (comparison,
+    arg-max, rounding) reads a rewritten value; see `_matcher` and `_constraints`."""
 
     id: str
     math: str
