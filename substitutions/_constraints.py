@@ -114,10 +114,15 @@ def tensor_env(
     return {"shape": shape, "rank": rank, "is_const": constant, "value": value}
 
 
+_ANONYMOUS_DIMS = frozenset({"", "?"})
+"""dim_params that name no symbol (paddle2onnx writes `x: float[-1,3,?,?]`): each such dim
+is its own unknown, never equal to another `?`."""
+
+
 def _dim(dim: object, where: str) -> object:
     if isinstance(dim, int):
         return dim
-    if isinstance(dim, str):
+    if isinstance(dim, str) and dim.strip() not in _ANONYMOUS_DIMS:
         return SymbolicDim(dim, known_symbol=True)
     return SymbolicDim(where, known_symbol=False)
 

@@ -279,3 +279,18 @@ def test_commutative_ops_match_in_either_operand_order() -> None:
     assert len(matches) == 1 and matches[0].tensor_map() == {"x": "x", "y": "y"}
     not_commutative = [h.make_node("Relu", ["y"], ["r"]), h.make_node("Sub", ["x", "r"], ["out"])]
     assert find_matches(make_graph(not_commutative, {"x": [2], "y": [2]}, ["out"]), rule) == []
+
+
+def test_anonymous_dims_are_distinct_unknowns() -> None:
+    """paddle2onnx's `x: float[-1,3,?,?]`: two `?` dims are not the same size (issue 16, item 5)."""
+    from taso.substitutions._constraints import constraint_holds, tensor_env
+
+    def holds(dims_x: list[object], dims_y: list[object]) -> bool:
+        graph = make_graph([h.make_node("Add", ["x", "y"], ["z"])], {"x": dims_x, "y": dims_y}, ["z"])
+        env = tensor_env(graph, {"a": "x", "b": "y"}, lambda _name: False)
+        return constraint_holds("shape('a') == shape('b')", env)
+
+    assert holds([1, "H"], [1, "H"])
+    assert not holds([1, "?"], [1, "?"])
+    assert not holds([1, ""], [1, ""])
+    assert not holds([1, "H"], [1, "W"])
