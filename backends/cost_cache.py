@@ -14,7 +14,7 @@ aside to `costs.sqlite3.corrupt` and rebuilt, but only when it and its journal f
 are regular files we own: a symlink is never followed. Any other failure (a folder that
 cannot be made, `TASO_CACHE_DIR=/dev/null`, a read-only database, a rebuild that fails)
 switches the instance to an in-memory store for the rest of its life, with one
-RuntimeWarning per path per process; `CostCache.persistent` tells which store is used.
+TasoWarning (a RuntimeWarning) per path per process; `CostCache.persistent` tells which store is used.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 import platformdirs
+
+from taso.errors import TasoWarning
 
 CACHE_DIR_ENV = "TASO_CACHE_DIR"
 DATABASE_NAME = "costs.sqlite3"
@@ -220,7 +222,7 @@ class CostCache:
             warnings.warn(
                 f"cost cache {self.path} cannot be used ({_reason(error)}); "
                 "costs are kept in memory and not saved",
-                RuntimeWarning,
+                TasoWarning,
                 stacklevel=2,
             )
         return memory
@@ -252,7 +254,7 @@ def _move_aside(path: Path, error: BaseException) -> bool:
     warnings.warn(
         f"cost cache {path} was corrupted ({_reason(error)}); moved it to {path.name}{CORRUPT_SUFFIX} "
         "and started a new one",
-        RuntimeWarning,
+        TasoWarning,
         stacklevel=2,
     )
     return True

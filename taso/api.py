@@ -42,7 +42,7 @@ from taso.backends import AnalyticalCostModel, ShapeProfile
 from taso.backends.compare import ReferenceRun, run_reference, runnable
 from taso.backends.graph_cost import Folds
 from taso.backends.kernel_cost import KernelCostModel, weight_bytes
-from taso.errors import BackendError, UsageError
+from taso.errors import BackendError, TasoWarning, UsageError
 from taso.ir import Graph
 from taso.report import CheckStatus, Decision, Latency, Report, StopReason, SweepRecord
 from taso.search import CostModel, SearchProgress
@@ -123,28 +123,21 @@ def optimize_onnx(
 
 @contextmanager
 def _warnings_noted(note: Callable[[str], None]) -> Iterator[None]:
-    """Our own RuntimeWarnings (a cost cache fallen back to memory...) become report notes
-    as they are raised; other warnings are shown as before."""
+    """`TasoWarning`s (a cost cache fallen back to memory...) become report notes as they
+    are raised; other warnings are shown as before."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("default", category=RuntimeWarning)
+        warnings.filterwarnings("default", category=TasoWarning)
         shown = warnings.showwarning
 
         def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                  file: object = None, line: str | None = None) -> None:
-            if issubclass(category, RuntimeWarning) and _ours(filename):
+            if issubclass(category, TasoWarning):
                 note(str(message))
             else:
                 shown(message, category, filename, lineno, file, line)  # type: ignore[arg-type]
 
         warnings.showwarning = show
         yield
-
-
-_ROOT = Path(__file__).resolve().parent.parent
-
-
-def _ours(filename: str) -> bool:
-    return Path(filename).resolve().is_relative_to(_ROOT)
 
 
 def _optimize(

@@ -38,3 +38,10 @@ class VerificationError(TasoError):
 
 class NumericMismatchError(VerificationError):
     """The optimized model computes different numbers than the original."""
+
+
+class TasoWarning(RuntimeWarning):
+    """Something went wrong that the run worked around (a cost cache fallen back to memory...).
+
+    `optimize_onnx` turns these into report warnings; other warnings pass through.
+    """
