@@ -127,7 +127,7 @@ def _attributes(node: onnx.NodeProto) -> str:
         value = onnx.helper.get_attribute_value(attr)
         if isinstance(value, onnx.TensorProto):
             value = ("tensor", value.data_type, tuple(value.dims))
-        elif isinstance(value, onnx.GraphProto | list) and value and isinstance(value[0], onnx.GraphProto):
+        elif attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
             value = "graph"
         items.append(f"{attr.name}={value!r}")
     return ",".join(items)

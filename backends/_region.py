@@ -178,7 +178,8 @@ def _local_order(graph: Graph, ids: set[int]) -> list[int]:
     if 4 * len(ids) > len(graph.nodes):
         return [i for i in graph.topological_order if i in ids]
     waiting = {
-        i: {graph.producers[n][0] for n in graph.nodes[i].inputs if n in graph.producers} & ids
+        i: {graph.producers[n][0] for n in (*graph.nodes[i].inputs, *graph.nodes[i].captures)
+            if n in graph.producers} & ids
         for i in ids
     }
     order: list[int] = []
@@ -203,7 +204,7 @@ def _build(graph: Graph, order: Sequence[int], shapes: ShapeOf) -> Region:
     weights: list[onnx.TensorProto] = []
     for position, node in enumerate(nodes):
         _feed(digest, node.signature)
-        for name in node.inputs:
+        for name in (*node.inputs, *node.captures):  # a body's outer-scope reads are region inputs too
             if name and name not in where:
                 where[name] = _external(graph, name, shapes, inputs, weights)
             _feed(digest, where.get(name, b""))

@@ -181,6 +181,9 @@ def _readers_around(graph: Graph, node_ids: Iterable[int]) -> set[int]:
 
 
 def concrete_shapes(graph: Graph, profile: ShapeProfile | None) -> ConcreteShapes:
+    """Shapes of `graph`, or for an If/Loop/Scan body, of the main graph it belongs to
+    (`context.main`): a body's outer-scope reads are none of its inputs."""
+    graph = getattr(graph.context, "main", None) or graph
     try:
         whole = extract_region(graph, graph.nodes, _declared_shape).model
     except RegionError:  # e.g. internal ops and no folder: infer from the inputs only

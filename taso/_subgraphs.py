@@ -11,6 +11,11 @@ body, so the written body has exactly its original inputs and outputs. Outer-sco
 values are never constants inside a body (a weight transform cannot read them), so a
 rewrite there never copies or moves an outer tensor. Value names stay stable under
 rewrites, so every outer-scope reference and every branch output keeps its name.
+A body is priced like any graph: its context (`BodyContext`) names the main graph it
+belongs to, whose shapes cost models use (a body's outer-scope reads are none of its
+inputs, so its own shapes cannot be resolved from it alone), and a region declares the
+values its nodes' own bodies read as inputs; a value captured any number of scopes up is
+priced like any other, whichever graph a cost model is given first.
 
 A body is left untouched when nothing improved it, when its budget share is empty, or
 when it cannot be imported, searched or exported (the reason is reported back);
@@ -28,12 +33,21 @@ from types import MappingProxyType
 
 import onnx
 
+from taso._onnx_export import export_model
 from taso._onnx_import import ModelContext, captured_names, import_model
 from taso.errors import TasoError
 from taso.ir import Graph, Node, TensorType, decode_attributes
 
 BodySearch = Callable[[Graph, float], tuple[Graph, Mapping[str, int]]]
 """`search(body, budget_s) -> (best body, applied rule counts)`: what the caller searches with."""
+
+
+@dataclass(frozen=True)
+class BodyContext(ModelContext):
+    """A body's export template, and the main graph it belongs to (at any depth): cost
+    models infer shapes from `main` (`taso.backends.graph_cost.concrete_shapes`)."""
+
+    main: Graph | None = None
 
 
 @dataclass(frozen=True)
@@ -90,8 +104,6 @@ def _share(deadline: float, nodes: int, remaining_nodes: int) -> float:
 def _optimize_body(
     body: onnx.GraphProto, outer: Graph, search: BodySearch, budget_s: float
 ) -> tuple[onnx.GraphProto, dict[str, int]]:
-    from taso._onnx_export import export_model
-
     graph = import_body(body, outer)
     nested_nodes = body_node_count(graph)
     own_budget = budget_s * len(graph.nodes) / max(len(graph.nodes) + nested_nodes, 1)
@@ -121,9 +133,15 @@ def import_body(body: onnx.GraphProto, outer: Graph) -> Graph:
         imported,
         inputs=tuple(v.name for v in body.input),
         types=MappingProxyType(types),
-        context=ModelContext(template=template, base_dir=base_dir),
+        context=BodyContext(template=template, base_dir=base_dir, main=_main_graph(outer)),
         outer_scope=frozenset(free),
     )
+
+
+def _main_graph(outer: Graph) -> Graph:
+    """The main graph `outer` belongs to (`outer` itself when it is the main graph)."""
+    context = outer.context
+    return context.main if isinstance(context, BodyContext) and context.main is not None else outer
 
 
 def captured_from(body: onnx.GraphProto) -> list[str]:
