@@ -13,6 +13,7 @@ project writes (the output, its data file, the report) may be one of them.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -91,8 +92,37 @@ def check_external_data(model: onnx.ModelProto, base_dir: str | os.PathLike[str]
                 f"tensor {tensor.name!r} has external data ({location!r}) but the model was given "
                 "as a ModelProto without base_dir: pass base_dir=<the folder of its data files>"
             )
-        files.add(resolve_external(location, base_dir, tensor=tensor.name))
+        data_file = resolve_external(location, base_dir, tensor=tensor.name)
+        _check_extent(tensor, data_file)
+        files.add(data_file)
     return frozenset(files)
+
+
+def _check_extent(tensor: onnx.TensorProto, data_file: Path) -> None:
+    """The tensor's bytes lie inside its data file, and are as many as its type needs."""
+    info = {entry.key: entry.value for entry in tensor.external_data}
+    where = f"tensor {tensor.name!r}: external data in {data_file.name}"
+    try:
+        offset, length = int(info.get("offset", 0)), int(info["length"]) if "length" in info else None
+    except ValueError:
+        raise InvalidModelError(f"{where}: offset or length is not an integer") from None
+    size = data_file.stat().st_size
+    end = size if length is None else offset + length
+    if offset < 0 or (length is not None and length < 0) or end > size:
+        raise InvalidModelError(f"{where}: bytes {offset}..{end} lie outside the file ({size} bytes)")
+    itemsize = _ITEM_BYTES.get(tensor.data_type)
+    if itemsize is not None and end - offset != itemsize * math.prod(tensor.dims):
+        raise InvalidModelError(
+            f"{where}: {end - offset} bytes for a tensor of {math.prod(tensor.dims)} elements of {itemsize} bytes"
+        )
+
+
+_ITEM_BYTES = {
+    onnx.TensorProto.FLOAT: 4, onnx.TensorProto.DOUBLE: 8, onnx.TensorProto.FLOAT16: 2, onnx.TensorProto.BFLOAT16: 2,
+    onnx.TensorProto.INT8: 1, onnx.TensorProto.UINT8: 1, onnx.TensorProto.INT16: 2, onnx.TensorProto.UINT16: 2,
+    onnx.TensorProto.INT32: 4, onnx.TensorProto.UINT32: 4, onnx.TensorProto.INT64: 8, onnx.TensorProto.UINT64: 8,
+    onnx.TensorProto.BOOL: 1,
+}
 
 
 def refuse_protected(path: Path, protected: Iterable[Path], *, what: str) -> None:

@@ -185,3 +185,44 @@ def _a_dead_pid() -> int:
         except ProcessLookupError:
             return pid
         pid -= 1
+
+
+def _reshape_with_external_shape(folder: Path) -> Path:
+    """y = reshape(x + w, shape) with every initializer, the shape tensor too, external."""
+    weights = nh.from_array(np.ones((2, 6), np.float32), "w")
+    shape = nh.from_array(np.array([3, 4], np.int64), "shape")
+    graph = h.make_graph(
+        [h.make_node("Add", ["x", "w"], ["s"]), h.make_node("Reshape", ["s", "shape"], ["y"])], "g",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])], [weights, shape],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    model.ir_version = 10
+    path = folder / "m.onnx"
+    onnx.save_model(model, path, save_as_external_data=True, location="m.data", size_threshold=0)
+    return path
+
+
+def test_a_shape_tensor_in_external_data_is_accepted(tmp_path: Path) -> None:
+    """Found by the reliability fuzzer: onnx's checker by path cannot read it, and refused BERT."""
+    path = _reshape_with_external_shape(tmp_path)
+    result = taso.optimize_onnx(path, tmp_path / "o.onnx", time_budget_s=0)
+    assert result.model.graph.node
+
+
+@pytest.mark.parametrize("damage", ["truncated", "length too short", "offset past the end"])
+def test_external_data_that_does_not_fit_its_file_is_refused(tmp_path: Path, damage: str) -> None:
+    path = _reshape_with_external_shape(tmp_path)
+    model = onnx.load(path, load_external_data=False)
+    tensor = next(t for t in model.graph.initializer if t.name == "w")
+    info = {e.key: e for e in tensor.external_data}
+    if damage == "truncated":
+        data = tmp_path / "m.data"
+        data.write_bytes(data.read_bytes()[:10])
+    elif damage == "length too short":
+        info["length"].value = "8"
+    else:
+        info["offset"].value = "100000"
+    onnx.save_model(model, path)
+    with pytest.raises(InvalidModelError, match="external data"):
+        taso.optimize_onnx(path, tmp_path / "o.onnx", time_budget_s=0)
