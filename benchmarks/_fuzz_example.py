@@ -35,7 +35,7 @@ import onnx
 from onnx import numpy_helper as nh
 
 import taso
-import taso.cli
+import taso.pipeline.cli
 from benchmarks._fuzz_mutations import MUTATIONS, Applied, Hostile
 from benchmarks.models import MODELS, Size
 from tests import models as fixtures
@@ -274,11 +274,11 @@ def _call_cli(layout: Layout, settings: Settings) -> _Returned:
     ]
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = taso.cli.main(args)
+        code = taso.pipeline.cli.main(args)
     message = err.getvalue().strip().splitlines()[-1:] or [""]
-    if code == taso.cli.EXIT_USAGE:
+    if code == taso.pipeline.cli.EXIT_USAGE:
         raise _CliRefused(f"CLI exit 2: {message[0]}")
-    if code != taso.cli.EXIT_OK:
+    if code != taso.pipeline.cli.EXIT_OK:
         raise _CliFailed(f"CLI exit {code}: {message[0]}")
     check = json.loads(layout.report_path.read_text())["check"]
     return _Returned(onnx.load(str(layout.out_path), load_external_data=False), check)

@@ -218,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     graph, model = _setup(args)
     expand = None
     if args.rules:
-        from taso._rewriting import default_rules, make_expand
+        from taso.pipeline._rewriting import default_rules, make_expand
 
         expand = make_expand(default_rules())
     report = fidelity(

@@ -56,7 +56,7 @@ class Judgement:
 
 
 class Judge(Protocol):
-    """Compares two whole graphs end to end (for ORT: run interleaved, see `taso._decide`).
+    """Compares two whole graphs end to end (for ORT: run interleaved, see `taso.pipeline._decide`).
 
     `deadline` (a `time.perf_counter()` value) bounds the time the judgement may take."""
 

@@ -4,7 +4,6 @@ The public API is what this module exports (pinned by tests/test_public_api.py);
 everything else is private even where its name has no underscore.
 """
 
-from taso.api import OptimizeResult, optimize_onnx
 from taso.errors import (
     BackendError,
     InputError,
@@ -15,6 +14,7 @@ from taso.errors import (
     UsageError,
     VerificationError,
 )
+from taso.pipeline import OptimizeResult, optimize_onnx
 from taso.report import CheckStatus, Decision, Latency, Report, StopReason
 
 __all__ = [

@@ -233,7 +233,7 @@ def test_target_params_undecidable_on_symbolic_dims_return_none() -> None:
 
 
 def _shipped_rule(rule_id: str):
-    from taso._rewriting import default_rules
+    from taso.pipeline._rewriting import default_rules
 
     return next(r for r in default_rules() if r.id == rule_id)
 
@@ -274,7 +274,7 @@ def test_conv_linear_input_with_a_shape_constraint_refuses_the_broadcast() -> No
 
 def test_no_shipped_rule_folds_a_row_varying_scale_into_a_matmul_weight() -> None:
     # HEAD fuzz run (example ~30): x (2,8,3,3) @ w (3,2), times a (8,3,2) constant
-    from taso._rewriting import default_rules
+    from taso.pipeline._rewriting import default_rules
 
     nodes = [h.make_node("MatMul", ["x", "w"], ["m"]), h.make_node("Mul", ["m", "c"], ["y"])]
     graph = make_graph(nodes, {"x": [2, 8, 3, 3]}, ["y"], [weight("w", (3, 2), 1), weight("c", (8, 3, 2), 2)])

@@ -15,7 +15,7 @@ from onnx import TensorProto
 from onnx import helper as h
 
 import taso
-from taso.cli import main
+from taso.pipeline.cli import main
 from tests import models
 
 

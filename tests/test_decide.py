@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from taso._decide import MIN_SIGN_Z, _verdict, balanced_sign_z, pairs_for, sign_test_z
 from taso.backends import InterleavedTiming
 from taso.backends.timing import _interleaved as _timing
+from taso.pipeline._decide import MIN_SIGN_Z, _verdict, balanced_sign_z, pairs_for, sign_test_z
 
 
 def _order_effect(pairs: int, speedup: float) -> tuple[list[float], list[float]]:
@@ -72,7 +72,7 @@ class _ScriptedPairs:
 
 
 def test_a_failed_first_round_ends_the_decision() -> None:
-    from taso._decide import _decide_on
+    from taso.pipeline._decide import _decide_on
 
     slower = _ScriptedPairs(1.1)
     verdict = _decide_on(slower)  # type: ignore[arg-type]
@@ -82,10 +82,10 @@ def test_a_failed_first_round_ends_the_decision() -> None:
 
 
 def test_the_search_gets_what_checking_and_measuring_leave() -> None:
-    from taso._decide import decide_seconds
-    from taso.api import MIN_SEARCH_SHARE, _search_seconds
     from taso.backends._session import RunTiming
     from taso.backends.compare import ReferenceRun
+    from taso.pipeline._decide import decide_seconds
+    from taso.pipeline.api import MIN_SEARCH_SHARE, _search_seconds
 
     timed = ReferenceRun(timing=RunTiming(session_s=0.5, run_ms=50.0))
     after = 0.5 + 0.05 + decide_seconds(RunTiming(0.5, 50.0))
@@ -109,7 +109,7 @@ class _SlowlyConvincingPairs(_ScriptedPairs):
 
 
 def test_a_promising_round_is_timed_on_until_significant() -> None:
-    from taso._decide import ROUND_EXTENSIONS, _round
+    from taso.pipeline._decide import ROUND_EXTENSIONS, _round
 
     short = _SlowlyConvincingPairs(1.0)
     timing = _round(short, 12)  # type: ignore[arg-type]
@@ -124,7 +124,7 @@ def test_a_promising_round_is_timed_on_until_significant() -> None:
 def test_a_slow_models_round_is_not_extended_past_its_time(monkeypatch) -> None:
     """On a 126 ms model 12 pairs take 3 s: a further look would take the round past
     `MAX_ROUND_SECONDS`, so an undecided round ends (and the decision says not faster)."""
-    import taso._decide as decide
+    import taso.pipeline._decide as decide
 
     clock = [0.0]
     monkeypatch.setattr(decide.time, "perf_counter", lambda: clock[0])
@@ -143,7 +143,7 @@ def test_a_slow_models_round_is_not_extended_past_its_time(monkeypatch) -> None:
 def test_extensions_leave_the_later_round_its_time(monkeypatch) -> None:
     """The call's deadline bounds extensions: with room for one more chunk only, the first
     round is not extended (the second round needs that chunk); the last round may use it."""
-    import taso._decide as decide
+    import taso.pipeline._decide as decide
 
     clock = [0.0]
     monkeypatch.setattr(decide.time, "perf_counter", lambda: clock[0])
@@ -161,7 +161,7 @@ def test_extensions_leave_the_later_round_its_time(monkeypatch) -> None:
 
 
 def test_a_judgement_cut_short_says_faster_only_when_ahead() -> None:
-    from taso._decide import _cut_short
+    from taso.pipeline._decide import _cut_short
 
     ahead, behind, level = _ScriptedPairs(0.95), _ScriptedPairs(1.05), _ScriptedPairs(1.0)
     for pairs in (ahead, behind, level):

@@ -20,9 +20,9 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 import taso
-from taso._rewriting import default_rules
 from taso.ir import Graph
 from taso.opspecs import Exactness
+from taso.pipeline._rewriting import default_rules
 from taso.substitutions.matching import find_matches
 from taso.substitutions.rule import Rule
 from tests.test_matcher_rules import ANY, make_graph, node, rule

@@ -28,9 +28,9 @@ from hypothesis.control import currently_in_test_context
 import taso
 from taso._onnx_export import export_model
 from taso._onnx_import import import_model
-from taso._rewriting import make_expand
 from taso.ir import Graph
 from taso.opspecs import get_spec, spec_by_name
+from taso.pipeline._rewriting import make_expand
 from taso.search import FunctionCost, search
 from taso.substitutions._bridge import graph_index
 from taso.substitutions.rule import Rule

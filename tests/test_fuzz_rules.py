@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from onnx import helper as h
 
-from taso._rewriting import default_rules
 from taso.opspecs import Exactness
+from taso.pipeline._rewriting import default_rules
 from taso.substitutions.matching import apply, find_matches
 from taso.substitutions.rule import ParamExpr, ParamVar, Proof, ProofStatus, Rule
 from tests.test_matcher_rules import (

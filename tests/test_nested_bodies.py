@@ -28,11 +28,11 @@ from onnx import numpy_helper as nh
 
 import taso
 from taso._onnx_import import import_model
-from taso._subgraphs import import_body
 from taso.backends._region import extract_region
 from taso.backends.graph_cost import AnalyticalCostModel
 from taso.backends.kernel_cost import KernelCostModel
 from taso.ir import Graph, TensorType
+from taso.pipeline._bodies import import_body
 from tests.test_fuzz_equivalence import run_on_ort
 
 F = TensorProto.FLOAT

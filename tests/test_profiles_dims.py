@@ -17,8 +17,8 @@ from onnx import numpy_helper as nh
 
 from taso.backends.inputs import make_inputs
 from taso.backends.profiles import BATCH_DIM, DEFAULT_DIM, ShapeProfile, resolve_shapes
-from taso.cli import main
 from taso.errors import UsageError
+from taso.pipeline.cli import main
 
 Dims = list[int | str | None]
 

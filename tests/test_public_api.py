@@ -22,7 +22,7 @@ EXPECTED = {
 def test_public_names_are_pinned() -> None:
     assert set(taso.__all__) == EXPECTED
     public = {n for n in dir(taso) if not n.startswith("_")} - {
-        "api", "errors", "report", "ir", "cli", "backends", "opspecs", "substitutions", "search",
+        "api", "errors", "report", "ir", "cli", "backends", "opspecs", "substitutions", "search", "pipeline",
     }
     assert public == EXPECTED
 
@@ -54,6 +54,6 @@ def test_wheel_contains_only_the_taso_tree(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     code = [n for n in names if ".dist-info/" not in n]
     assert code and all(n.startswith("taso/") for n in code), [n for n in code if not n.startswith("taso/")]
-    for package in ("taso/opspecs/", "taso/opspecs/axioms/", "taso/substitutions/", "taso/search/", "taso/backends/"):
+    for package in ("taso/opspecs/", "taso/opspecs/axioms/", "taso/substitutions/", "taso/search/", "taso/backends/", "taso/pipeline/"):
         assert any(n.startswith(package) for n in code), package
     assert not any(n.startswith(("tests/", "benchmarks/", "examples/")) for n in names)

@@ -115,7 +115,7 @@ def test_regroup_rules_survive_the_rule_file(tmp_path) -> None:  # noqa: ANN001
 
 
 def test_the_shipped_library_has_the_regroup_rules() -> None:
-    from taso._rewriting import default_rules
+    from taso.pipeline._rewriting import default_rules
 
     shipped = {r.id: r for r in default_rules()}
     for rule in regroup_rules():

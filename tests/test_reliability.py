@@ -80,7 +80,7 @@ def rule_file(tmp_path: Path) -> Path:
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "taso.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "taso.pipeline.cli", *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=300)
 
 
@@ -127,7 +127,7 @@ def _start_long_run(tmp_path: Path, rule_file: Path) -> tuple[subprocess.Popen[s
     onnx.save_model(wide_model(), source)
     out = tmp_path / "out.onnx"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "taso.cli", "optimize", str(source), "-o", str(out), "--report", str(tmp_path / "r.json"),
+        [sys.executable, "-m", "taso.pipeline.cli", "optimize", str(source), "-o", str(out), "--report", str(tmp_path / "r.json"),
          "--backend", "analytical", "--rules", str(rule_file), "--time-budget", "60", "--alpha", "3"],
         stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
@@ -188,7 +188,7 @@ def test_three_processes_share_one_cost_cache(tmp_path: Path, rule_file: Path) -
         onnx.save_model(model, sources[-1])
     env = {**os.environ, "TASO_CACHE_DIR": str(tmp_path / "cache")}
     procs = [
-        subprocess.Popen([sys.executable, "-m", "taso.cli", "optimize", str(src), "-o", str(tmp_path / f"out{k}.onnx"),
+        subprocess.Popen([sys.executable, "-m", "taso.pipeline.cli", "optimize", str(src), "-o", str(tmp_path / f"out{k}.onnx"),
                           "--rules", str(rule_file), "--no-check", "--time-budget", "5", "-q"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for k, src in enumerate(sources)

@@ -19,8 +19,8 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 import taso
-from taso.cli import main as cli_main
 from taso.errors import InvalidModelError, UsageError
+from taso.pipeline.cli import main as cli_main
 
 SECRET = b"top secret bytes that must never be copied\n" * 100
 

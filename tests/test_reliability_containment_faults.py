@@ -81,11 +81,11 @@ def test_failing_kernel_shape_inference_is_contained(monkeypatch: pytest.MonkeyP
 
 
 def test_a_failing_judge_keeps_no_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
-    from taso import _decide
+    from taso.pipeline import _decide
 
     fault = Fault()
     monkeypatch.setattr(_decide.MeasuredJudge, "__call__", fault.wrap(_decide.MeasuredJudge.__call__))
-    monkeypatch.setattr("taso.api.MIN_PREDICTED_SPEEDUP", 0.0)  # judge every sweep
+    monkeypatch.setattr("taso.pipeline.api.MIN_PREDICTED_SPEEDUP", 0.0)  # judge every sweep
     model = _relu_chain()
     result = taso.optimize_onnx(model, time_budget_s=3)
     assert fault.hits > 0
@@ -93,7 +93,7 @@ def test_a_failing_judge_keeps_no_sweep(monkeypatch: pytest.MonkeyPatch) -> None
     assert not any(s.kept for s in result.report.sweeps)
 
 
-@pytest.mark.parametrize("target", ["taso._rewriting.sweep", "taso._rewriting.search"])
+@pytest.mark.parametrize("target", ["taso.pipeline._rewriting.sweep", "taso.pipeline._rewriting.search"])
 def test_a_failing_sweep_or_search_returns_the_original(monkeypatch: pytest.MonkeyPatch, target: str) -> None:
     import importlib
 
@@ -108,7 +108,7 @@ def test_a_failing_sweep_or_search_returns_the_original(monkeypatch: pytest.Monk
 
 
 def test_a_candidate_that_cannot_be_exported_gives_the_original(monkeypatch: pytest.MonkeyPatch) -> None:
-    from taso import api
+    from taso.pipeline import api
 
     calls = Fault()
     real = api.check_exported

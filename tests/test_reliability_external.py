@@ -19,10 +19,10 @@ import taso
 from taso._model_io import check_model, load_model
 from taso._onnx_export import export_model
 from taso._onnx_import import import_model
-from taso._rewriting import run_search
 from taso.backends import AnalyticalCostModel, run_model
 from taso.backends.compare import runnable
 from taso.errors import InvalidModelError
+from taso.pipeline._rewriting import run_search
 from tests.test_fuzz_rules import FIXTURE_RULES
 
 

@@ -84,7 +84,7 @@ def test_a_rule_that_needs_batch_one_never_fires_on_a_symbolic_batch() -> None:
 
 
 def test_measured_costs_at_the_cli_shape_profile(tmp_path, monkeypatch) -> None:
-    from taso.cli import main
+    from taso.pipeline.cli import main
     from taso.substitutions.rule import RuleLibrary, dump_rules
 
     monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path / "cache"))

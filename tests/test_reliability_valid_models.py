@@ -17,7 +17,7 @@ from onnx import numpy_helper as nh
 
 import taso
 from taso import CheckStatus, Decision
-from taso.cli import main as cli_main
+from taso.pipeline.cli import main as cli_main
 
 X = h.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])
 Y = h.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])

@@ -37,7 +37,7 @@ def test_cli_reports_a_correlation(tmp_path, capsys) -> None:
 
 def test_rule_candidates_are_partial_sweeps_priced_rewrite_by_rewrite() -> None:
     from benchmarks.models import MODELS, Size
-    from taso._rewriting import default_rules, make_expand
+    from taso.pipeline._rewriting import default_rules, make_expand
 
     graph = import_model(MODELS["mobilenetv3_converted"].build(Size.SMALL))
     model = AnalyticalCostModel()

@@ -162,9 +162,9 @@ def _relu_as(graph: Graph, op_type: str) -> Graph:
 
 
 def _judge(graph: Graph):
-    from taso._decide import MeasuredJudge
     from taso._onnx_export import export_model
     from taso.backends.compare import run_reference
+    from taso.pipeline._decide import MeasuredJudge
 
     judge = MeasuredJudge.for_reference(run_reference(export_model(graph)))
     assert judge is not None
@@ -179,7 +179,7 @@ def test_a_candidate_ort_refuses_is_not_faster(monkeypatch, tmp_path) -> None:
 
 
 def test_judgements_are_remembered(monkeypatch, tmp_path) -> None:
-    import taso._decide as decide
+    import taso.pipeline._decide as decide
 
     monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
     graph = _conv_graph()

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, event, given, settings
 
 from taso._onnx_export import export_model
 from taso._onnx_import import import_model
-from taso._rewriting import make_expand
+from taso.pipeline._rewriting import make_expand
 from taso.search.sweep import apply_all
 from tests.strategies import Recipe, build, feeds, recipes
 from tests.test_fuzz_equivalence import RULES, assert_same_on_ort, reachable_rules

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import onnx
 
-from taso._decide import MIN_SPEEDUP, Duel, MeasuredJudge, decide_seconds
 from taso._model_io import (
     LoadedModel,
     check_exported,
@@ -36,14 +35,15 @@ from taso._model_io import (
 )
 from taso._onnx_export import export_model
 from taso._onnx_import import import_model
-from taso._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, run_search
-from taso._subgraphs import body_node_count, optimize_bodies
 from taso.backends import AnalyticalCostModel, ShapeProfile
 from taso.backends.compare import ReferenceRun, run_reference, runnable
 from taso.backends.graph_cost import Folds
 from taso.backends.kernel_cost import KernelCostModel, weight_bytes
 from taso.errors import BackendError, TasoWarning, UsageError
 from taso.ir import Graph
+from taso.pipeline._bodies import body_node_count, optimize_bodies
+from taso.pipeline._decide import MIN_SPEEDUP, Duel, MeasuredJudge, decide_seconds
+from taso.pipeline._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, run_search
 from taso.report import CheckStatus, Decision, Latency, Report, StopReason, SweepRecord
 from taso.search import CostModel, SearchProgress
 from taso.search.guarded import GuardedCost, describe, guarded_judge

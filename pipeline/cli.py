@@ -103,7 +103,7 @@ def _on_sigterm(handler: object) -> object:
 def _optimize(args: argparse.Namespace) -> int:
     import warnings
 
-    from taso.api import DEFAULT_TIME_BUDGET_S, optimize_onnx
+    from taso.pipeline.api import DEFAULT_TIME_BUDGET_S, optimize_onnx
 
     progress = None if args.quiet else (lambda msg: print(f"taso: {msg}", file=sys.stderr))
     with warnings.catch_warnings():
