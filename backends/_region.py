@@ -8,8 +8,8 @@ outside the region, or graph outputs, become its outputs, so ORT fuses inside th
 region exactly where it could in the whole model. Constant cones (nodes computing only
 from weights, e.g. internal weight transforms) feeding the region are pulled in, so a
 transformed weight stays a constant ORT can pre-pack. Internal ops (`taso.internal`)
-must be folded first with `taso._fold.fold_constants`; without it such regions are
-refused (`RegionError`) and the caller falls back to an estimate.
+are folded first with `taso._fold.fold_constants`; a region whose transforms cannot be
+folded is refused (`RegionError`) and the caller falls back to an estimate.
 
 `Region.signature` identifies what the region costs, not what it is called: node
 signatures, wiring, input shapes and dtypes, weight shapes (and the bytes of weights of
@@ -19,7 +19,6 @@ at most 64 elements, which may be shapes or axes). Repeated blocks share signatu
 from __future__ import annotations
 
 import hashlib
-import importlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,10 +26,12 @@ from types import MappingProxyType
 
 import onnx
 
+from taso._fold import fold_constants
 from taso._onnx_export import node_to_proto
 from taso.backends._session import ModelSource, ModelWithData
 from taso.errors import TasoError
 from taso.ir import INTERNAL_DOMAIN, Dim, Graph, Node, TensorType
+from taso.opspecs import evaluate_op
 
 ShapeOf = Callable[[str, TensorType | None], tuple[Dim, ...] | None]
 """The shape a region input gets (`ConcreteShapes.shape`: static; None: cannot cut)."""
@@ -138,18 +139,12 @@ def _with_constant_cones(graph: Graph, ids: set[int]) -> set[int]:
 
 
 def _folded(graph: Graph, ids: set[int]) -> tuple[Graph, set[int]]:
-    """Fold internal weight transforms with `taso._fold` (when that module exists)."""
-    try:
-        fold = importlib.import_module("taso._fold").fold_constants
-    except (ImportError, AttributeError):
-        raise RegionError("region has internal weight transforms and taso._fold is unavailable") from None
+    """Fold the region's internal weight transforms (their NumPy semantics, as export does)."""
     sub = _subgraph(graph, ids)
     try:
-        folded = fold(sub)
+        folded = fold_constants(sub, evaluate_op)
     except TasoError as error:
         raise RegionError(f"cannot fold the region's weight transforms: {error}") from error
-    if any(node.domain == INTERNAL_DOMAIN for node in folded.nodes.values()):
-        raise RegionError("taso._fold left internal ops in the region")
     return folded, set(folded.nodes)
 
 

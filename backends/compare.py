@@ -23,6 +23,7 @@ import numpy as np
 import onnx
 
 from taso.backends._session import ModelSource, ModelWithData, RunTiming, run_model_timed
+from taso.backends.inputs import make_inputs
 from taso.backends.profiles import ShapeProfile
 from taso.errors import BackendError
 
@@ -56,10 +57,8 @@ def runnable(model: onnx.ModelProto, base_dir: str | Path) -> ModelSource:
 
 def run_reference(model: ModelSource, *, profile: ShapeProfile | None = None) -> ReferenceRun:
     """Make inputs for `model`, run it and time it; a BackendError is kept, not raised."""
-    from taso import backends
-
     try:
-        inputs = backends.make_inputs(model, profile=profile)
+        inputs = make_inputs(model, profile=profile)
     except BackendError as error:
         return ReferenceRun(error=error)
     try:

@@ -199,7 +199,7 @@ class MeasuredCostModel:
     """ORT CPU latency: whole graph once, then differential region measurements.
 
     `hops`: neighbourhood radius around a change (1 by default; see the fidelity notes
-    in `taso.search.fidelity`). `cache`: the user's persistent `CostCache` unless given;
+    in `benchmarks.fidelity`). `cache`: the user's persistent `CostCache` unless given;
     None disables caching (every region is measured).
     """
 

@@ -6,7 +6,7 @@ of one operator.  Axioms relating operators live in ``taso.opspecs.axioms``.
 """
 
 from taso.opspecs._elementwise import unary_spec
-from taso.opspecs._registry import EXTRA_SPECS_ENV, all_specs, get_spec, spec_by_name
+from taso.opspecs._registry import EXTRA_SPECS_ENV, all_specs, evaluate_op, get_spec, spec_by_name
 from taso.opspecs._spec import EmitNode, OnnxNode, OpSpec
 from taso.opspecs._types import (
     CheckResult,
@@ -25,6 +25,7 @@ from taso.opspecs._types import (
 from taso.opspecs._z3 import TENSOR
 
 __all__ = [
+    "evaluate_op",
     "EXTRA_SPECS_ENV",
     "TENSOR",
     "CheckResult",

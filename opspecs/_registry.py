@@ -5,7 +5,10 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+from collections.abc import Mapping, Sequence
 from types import ModuleType
+
+import numpy as np
 
 from taso.errors import UsageError
 from taso.opspecs._spec import OpSpec
@@ -80,3 +83,8 @@ def spec_by_name(name: str) -> OpSpec:
         if spec.name == name:
             return spec
     raise KeyError(f"no operator spec named {name!r}")
+
+
+def evaluate_op(name: str, inputs: Sequence[np.ndarray], params: Mapping[str, object]) -> list[np.ndarray]:
+    """The NumPy semantics of the spec named `name` (what folding evaluates weight transforms with)."""
+    return spec_by_name(name).evaluate(inputs, params)

@@ -33,10 +33,10 @@ from types import MappingProxyType
 
 import onnx
 
-from taso._onnx_export import export_model
 from taso._onnx_import import ModelContext, captured_names, import_model
 from taso.errors import TasoError
 from taso.ir import Graph, Node, TensorType, decode_attributes
+from taso.pipeline._export import export
 
 BodySearch = Callable[[Graph, float], tuple[Graph, Mapping[str, int]]]
 """`search(body, budget_s) -> (best body, applied rule counts)`: what the caller searches with."""
@@ -113,7 +113,7 @@ def _optimize_body(
     applied = Counter(counts) + Counter(nested.applied)
     if not applied:
         return body, {}
-    return export_model(nested.graph).graph, dict(applied)
+    return export(nested.graph).graph, dict(applied)
 
 
 def import_body(body: onnx.GraphProto, outer: Graph) -> Graph:

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 
-from taso._onnx_export import export_model
 from taso.backends import InterleavedTiming, ModelSource, run_model
 from taso.backends._session import RunTiming
 from taso.backends.compare import ReferenceRun
@@ -30,6 +29,7 @@ from taso.backends.ort_backends import OrtCpuBackend
 from taso.backends.timing import InterleavedPairs, order_balanced
 from taso.errors import BackendError
 from taso.ir import Graph
+from taso.pipeline._export import export
 from taso.search.sweep import Judgement
 
 MIN_SPEEDUP = 1.01
@@ -301,7 +301,7 @@ class MeasuredJudge:
         if time.perf_counter() + 2 * look_s > deadline:
             return Judgement(1.0, False, complete=False)
         try:
-            pairs = InterleavedPairs(self._export(current), export_model(candidate), self.inputs, warmup=2)
+            pairs = InterleavedPairs(self._export(current), export(candidate), self.inputs, warmup=2)
             for looked in range(JUDGE_MAX_LOOKS):
                 if time.perf_counter() + look_s > deadline:
                     return Judgement(1.0, False, complete=False) if looked == 0 else _cut_short(pairs)
@@ -319,5 +319,5 @@ class MeasuredJudge:
         key = graph.structural_hash
         if key not in self._exported:
             self._exported.clear()  # keep only the current graph's model
-            self._exported[key] = export_model(graph)
+            self._exported[key] = export(graph)
         return self._exported[key]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from taso.errors import UsageError
 from taso.ir import Graph
+from taso.opspecs import spec_by_name
 from taso.report import StopReason
 from taso.search import CostModel, Rewrite, SearchProgress, search
 from taso.search.sweep import Judge, SweepStep, sweep
@@ -69,8 +70,6 @@ def resolve_rules(rules: RulesArg) -> tuple[Rule, ...]:
 
 def is_commutation(rule: Rule) -> bool:
     """`op(a, b) = op(b, a)` for a commutative op: the matcher already tries both orders."""
-    from taso.opspecs import spec_by_name
-
     if len(rule.source.nodes) != 1 or len(rule.target.nodes) != 1:
         return False
     src, dst = rule.source.nodes[0], rule.target.nodes[0]

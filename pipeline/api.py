@@ -33,16 +33,16 @@ from taso._model_io import (
     save_model_atomic,
     write_text_atomic,
 )
-from taso._onnx_export import export_model
 from taso._onnx_import import import_model
-from taso.backends import AnalyticalCostModel, ShapeProfile
-from taso.backends.compare import ReferenceRun, run_reference, runnable
+from taso.backends import AnalyticalCostModel, ShapeProfile, get_backend
+from taso.backends.compare import ReferenceRun, compare_outputs, run_reference, runnable
 from taso.backends.graph_cost import Folds
 from taso.backends.kernel_cost import KernelCostModel, weight_bytes
 from taso.errors import BackendError, TasoWarning, UsageError
 from taso.ir import Graph
 from taso.pipeline._bodies import body_node_count, optimize_bodies
 from taso.pipeline._decide import MIN_SPEEDUP, Duel, MeasuredJudge, decide_seconds
+from taso.pipeline._export import export
 from taso.pipeline._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, run_search
 from taso.report import CheckStatus, Decision, Latency, Report, StopReason, SweepRecord
 from taso.search import CostModel, SearchProgress
@@ -164,11 +164,12 @@ def _optimize(
         search_s = 0.0
     with phases.time("search"):
         outcome = _search(
-            graph, time_budget_s=search_s, alpha=alpha, rules=rules, backend=backend, profile=profile, say=say,
-            reference=reference, note=note,
+            _canonicalize(graph), time_budget_s=search_s, alpha=alpha, rules=rules, backend=backend,
+            profile=profile, say=say, reference=reference, note=note,
         )
+        outcome = _legalize(outcome)
     with phases.time("export"):
-        original = export_model(graph)
+        original = export(graph)
         candidate, outcome = _exported(outcome, original, note)
     result = _check_and_choose(
         loaded, graph, original, candidate, outcome, reference, check=check, profile=profile, phases=phases, say=say, notes=notes,
@@ -180,6 +181,20 @@ def _optimize(
     if report_out is not None:
         write_text_atomic(report_out, result.report.to_json() + "\n")
     return result
+
+
+def _canonicalize(graph: Graph) -> Graph:
+    """Stage seam: the one normal form the rules are written against (constants, scalars,
+    bias, Gemm, Sub/Div, Clip bounds, BN). Today the identity: rules match the forms
+    converters write directly."""
+    return graph
+
+
+def _legalize(outcome: SearchOutcome) -> SearchOutcome:
+    """Stage seam: rewrite ops the model's opset lacks into equivalent legal forms (or
+    report the rewrite as not emitted). Today the identity: the applier emits nothing for
+    a target the opset lacks."""
+    return outcome
 
 
 def _output_paths(
@@ -231,7 +246,7 @@ def _exported(
     if not outcome.applied:
         return original, outcome
     try:
-        candidate = export_model(outcome.graph)
+        candidate = export(outcome.graph)
         check_exported(candidate)
     except Exception as error:  # noqa: BLE001  (the input was valid: a rewrite made this)
         note(f"the optimized model could not be exported ({describe(error)}); the original is returned")
@@ -349,8 +364,6 @@ def _has_external_weights(graph: Graph) -> bool:
 
 def _validate_options(*, backend: str, time_budget_s: float, alpha: float) -> None:
     """Refuse bad options before any work: nothing is read or written yet."""
-    from taso.backends import get_backend
-
     if time_budget_s < 0:
         raise UsageError(f"time budget must be >= 0 seconds, got {time_budget_s}")
     if alpha < 1.0:
@@ -413,8 +426,6 @@ def _check_and_choose(
     measured (the decision needs at least that in two rounds; on a ResNet-50 the two
     rounds cost ~8 s): the original is returned, unchecked, saying so.
     """
-    from taso import backends
-
     notes = list(notes)
     status, diffs, latency = CheckStatus.SKIPPED, {}, Latency(
         predicted_original_ms=outcome.predicted_original_ms, predicted_optimized_ms=outcome.predicted_best_ms
@@ -437,7 +448,7 @@ def _check_and_choose(
                     got = duel.optimized_outputs()
                 except BackendError as exc:  # the original runs, the optimized model does not
                     raise _CandidateRejected(str(exc)) from None
-                comparison = backends.compare_outputs(expected, got)
+                comparison = compare_outputs(expected, got)
             status = CheckStatus.PASSED if comparison.passed else CheckStatus.FAILED
             diffs = comparison.max_abs_diffs()
             if not comparison.passed:

@@ -27,8 +27,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from taso._onnx_import import training_bound
-from taso.ir import INTERNAL_DOMAIN, Graph, Node
+from taso._constness import Constness
+from taso.ir import Graph, Node
 from taso.opspecs import OpSpec, ParamSource, ShapeError, get_spec
 
 MAX_PARAM_ELEMENTS = 4096
@@ -63,35 +63,16 @@ class GraphIndex:
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
-        self.overridable = _overridable_initializers(graph)
+        self._constness = Constness(graph)
+        self.overridable = self._constness.overridable
         self.opset = _default_opset(graph)
-        self._const: dict[str, bool] = {}
         self._views: dict[int, NodeView | None] = {}
         self._by_op: dict[str, tuple[int, ...]] | None = None
         self._position: dict[int, int] | None = None
 
     # ----- constants ---------------------------------------------------------------------
     def is_constant(self, name: str) -> bool:
-        known = self._const.get(name)
-        if known is None:
-            known = self._compute_constant(name)
-            self._const[name] = known
-        return known
-
-    def _compute_constant(self, name: str) -> bool:
-        graph = self.graph
-        if name in graph.initializers:
-            return name not in self.overridable and name not in graph.inputs
-        producer = graph.producers.get(name)
-        if producer is None:
-            return False
-        node = graph.nodes[producer[0]]
-        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-            return True
-        if node.domain == INTERNAL_DOMAIN:
-            self._const[name] = False  # guards against (invalid) cycles while recursing
-            return all(self.is_constant(i) for i in node.inputs if i)
-        return False
+        return self._constness.is_constant(name)
 
     def constant_array(self, name: str) -> np.ndarray | None:
         """The value of a small constant (initializer or Constant node), else None."""
@@ -245,16 +226,6 @@ def _constant_node_value(node: Node) -> np.ndarray | None:
         if name in _CONSTANT_ATTRIBUTES:
             return np.asarray(value, dtype=_CONSTANT_ATTRIBUTES[name])
     return None
-
-
-def _overridable_initializers(graph: Graph) -> frozenset[str]:
-    """Initializers whose value may change: listed as graph inputs in the original model (a
-    caller may feed them) or bound by its training_info (a training step rewrites them)."""
-    template = getattr(graph.context, "template", None)
-    if template is None:
-        return frozenset()
-    names = {v.name for v in template.graph.input} | training_bound(template)
-    return frozenset(names & graph.initializers.keys())
 
 
 def _default_opset(graph: Graph) -> int:

@@ -28,6 +28,7 @@ from fractions import Fraction
 import numpy as np
 
 from taso.opspecs import OpSpec, spec_by_name
+from taso.opspecs._window import _patch, pad_spatial, window_shape
 
 PRIMES = (33554393, 33554383)  # the two largest primes below 2**25
 
@@ -135,8 +136,6 @@ def _gemm(ev: FieldEvaluator, inputs: Sequence[np.ndarray], p: dict) -> list[np.
 
 def _window_sum(x: np.ndarray, p: dict, *, include_pad: bool) -> tuple[np.ndarray, np.ndarray]:
     """Sum over each window (padding adds nothing) and the divisor of each output position."""
-    from taso.opspecs._window import _patch, pad_spatial, window_shape
-
     kernel, strides, pads = tuple(p["kernel_shape"]), tuple(p["strides"]), tuple(p["pads"])
     oh, ow = window_shape(x.shape[2:], kernel, strides, (1, 1), pads)
     xp = pad_spatial(x, pads)

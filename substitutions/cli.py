@@ -16,6 +16,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+from taso.errors import InputError, TasoError
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -213,8 +215,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as stop:
         return int(stop.code or 0)
     handler, _ = COMMANDS[args.command]
-    from taso.errors import InputError, TasoError
-
     try:
         return handler(args)
     except InputError as exc:  # UsageError included: one line, no traceback

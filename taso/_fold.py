@@ -4,7 +4,8 @@ Rewrites that change weights (scale a conv kernel per channel, concatenate kerne
 enlarge a kernel) do not touch arrays during the search: they add nodes of the domain
 `taso.internal` whose inputs are constants. Before export, each such node is evaluated
 once with its spec's NumPy semantics (the same semantics the axioms were checked
-against) and replaced by an initializer carrying the node's output name.
+against) and replaced by an initializer carrying the node's output name. The floor knows
+no operator: the caller passes the semantics (`Evaluate`; `taso.opspecs.evaluate_op`).
 
 The semantics compute in float64, so a whole 280 MB float32 weight would need over 1 GB
 of temporaries; broadcasting binary ops (the usual weight transforms: scale, merge) are
@@ -14,31 +15,30 @@ therefore evaluated in slices of the leading axis, which gives the same values.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
+from taso._constness import Constness
 from taso.errors import VerificationError
 from taso.ir import INTERNAL_DOMAIN, Graph, Initializer, Node, TensorType
 
-if TYPE_CHECKING:
-    from taso.opspecs import OpSpec
+Evaluate = Callable[[str, Sequence[np.ndarray], Mapping[str, object]], list[np.ndarray]]
+"""An operator's NumPy semantics by op name: (op, input arrays, params) -> output arrays."""
 
 
 def has_internal_nodes(graph: Graph) -> bool:
     return any(node.domain == INTERNAL_DOMAIN for node in graph.nodes.values())
 
 
-def fold_constants(graph: Graph) -> Graph:
+def fold_constants(graph: Graph, evaluate: Evaluate) -> Graph:
     """A graph without internal nodes; raises VerificationError if one reads a non-constant."""
     if not has_internal_nodes(graph):
         return graph
-    from taso.opspecs import spec_by_name
-
+    constness = Constness(graph)
     internal = [i for i in graph.topological_order if graph.nodes[i].domain == INTERNAL_DOMAIN]
     inside = frozenset(internal)
     pending = _internal_reads(graph, internal)
@@ -46,8 +46,8 @@ def fold_constants(graph: Graph) -> Graph:
     new_inits: list[Initializer] = []
     for node_id in internal:
         node = graph.nodes[node_id]
-        arrays = [_constant(graph, folded, name, node) for name in node.inputs]
-        outputs = _evaluate(spec_by_name(node.op_type), arrays, dict(node.attributes))
+        arrays = [_constant(constness, folded, name, node) for name in node.inputs]
+        outputs = _evaluate(evaluate, node.op_type, arrays, dict(node.attributes))
         del arrays
         for name in node.inputs:  # free intermediates once their last reader has run
             pending[name] -= 1
@@ -66,21 +66,23 @@ _BROADCASTING_BINARY = frozenset({"Add", "Sub", "Mul", "Div"})
 _SLICE_ELEMENTS = 1 << 22  # float64 temporaries of a slice: a few tens of MB
 
 
-def _evaluate(spec: OpSpec, arrays: Sequence[np.ndarray], params: Mapping[str, object]) -> list[np.ndarray]:
-    """`spec.evaluate`; a large broadcasting binary op slice by slice of its output's axis 0."""
-    if spec.name not in _BROADCASTING_BINARY or len(arrays) != 2:
-        return spec.evaluate(arrays, params)
+def _evaluate(
+    evaluate: Evaluate, op: str, arrays: Sequence[np.ndarray], params: Mapping[str, object]
+) -> list[np.ndarray]:
+    """`evaluate`; a large broadcasting binary op slice by slice of its output's axis 0."""
+    if op not in _BROADCASTING_BINARY or len(arrays) != 2:
+        return evaluate(op, arrays, params)
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     if not shape or math.prod(shape) <= _SLICE_ELEMENTS:
-        return spec.evaluate(arrays, params)
+        return evaluate(op, arrays, params)
     rows = max(1, _SLICE_ELEMENTS // max(1, math.prod(shape[1:])))
     out: np.ndarray | None = None
     for start in range(0, shape[0], rows):
-        (piece,) = spec.evaluate([_rows(a, shape, start, start + rows) for a in arrays], params)
+        (piece,) = evaluate(op, [_rows(a, shape, start, start + rows) for a in arrays], params)
         if out is None:
             out = np.empty(shape, dtype=piece.dtype)
         out[start : start + rows] = piece
-    return [out] if out is not None else spec.evaluate(arrays, params)
+    return [out] if out is not None else evaluate(op, arrays, params)
 
 
 def _rows(array: np.ndarray, shape: tuple[int, ...], start: int, stop: int) -> np.ndarray:
@@ -103,12 +105,11 @@ def _read_outside(graph: Graph, name: str, inside: frozenset[int]) -> bool:
     return name in graph.outputs or any(c not in inside for c in graph.consumers.get(name, ()))
 
 
-def _constant(graph: Graph, folded: dict[str, np.ndarray], name: str, node: Node) -> np.ndarray:
-    from taso.substitutions.matching import is_constant
-
+def _constant(constness: Constness, folded: dict[str, np.ndarray], name: str, node: Node) -> np.ndarray:
+    graph = constness.graph
     if name in folded:
         return folded[name]
-    if not is_constant(graph, name):
+    if not constness.is_constant(name):
         raise VerificationError(f"weight transform {node.op_type} reads '{name}', which is not a constant")
     init = graph.initializers.get(name)
     if init is not None:

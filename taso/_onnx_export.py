@@ -5,8 +5,8 @@ opset imports, functions, training info, sparse initializers, value_info of valu
 still exist). Nodes imported from the file are written from their original NodeProto;
 nodes made by rewrites are built from their op and attributes. Internal weight
 transforms (domain `taso.internal`) must have been folded into initializers first
-(`taso._fold`). The IR version written is the lower of the original's and the highest
-the installed onnxruntime accepts.
+(`taso._fold.fold_constants`). The IR version written is the original's, or the lower of
+it and `ir_version` (the pipeline passes the highest the installed onnxruntime loads).
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ import itertools
 
 import onnx
 
-from taso._fold import fold_constants
-from taso._onnx_import import ModelContext
+from taso._onnx_import import ModelContext, captured_names
 from taso.errors import VerificationError
 from taso.ir import INTERNAL_DOMAIN, AttrValue, Graph, Node
 
@@ -29,20 +28,13 @@ def export_model(graph: Graph, *, ir_version: int | None = None) -> onnx.ModelPr
     if not isinstance(context, ModelContext):
         raise TypeError("graph has no ModelContext: was it made by taso.import?")
     template = context.template
-    graph = fold_constants(graph)
     model = onnx.ModelProto()
     for descriptor, value in template.ListFields():
         if descriptor.name != "graph":
             copy_field(model, descriptor, value)
     _build_graph(model.graph, graph, template.graph)
-    model.ir_version = min(template.ir_version, ir_version or _max_ir_version())
+    model.ir_version = min(template.ir_version, ir_version or template.ir_version)
     return model
-
-
-def _max_ir_version() -> int:
-    from taso.backends import max_ir_version
-
-    return max_ir_version()
 
 
 def copy_field(target: object, descriptor: object, value: object) -> None:
@@ -81,8 +73,6 @@ def _initializers_to_keep(graph: Graph, template: onnx.GraphProto) -> list[onnx.
 
 
 def _names_read(template: onnx.GraphProto) -> set[str]:
-    from taso._onnx_import import captured_names
-
     names = {o.name for o in template.output}
     for node in template.node:
         names.update(itertools.chain(node.input, captured_names(node)))

@@ -8,11 +8,12 @@ import pytest
 from onnx import numpy_helper as nh
 
 from taso._fold import fold_constants, has_internal_nodes
-from taso._onnx_export import export_model
 from taso._onnx_import import import_model
 from taso.backends import run_model
 from taso.errors import VerificationError
 from taso.ir import INTERNAL_DOMAIN, Node
+from taso.opspecs import evaluate_op
+from taso.pipeline._export import export
 from tests import models
 
 
@@ -33,12 +34,12 @@ def _scaled_conv_graph():
 def test_internal_nodes_fold_to_initializers_and_compute_the_transform() -> None:
     original, rewritten = _scaled_conv_graph()
     assert has_internal_nodes(rewritten)
-    folded = fold_constants(rewritten)
+    folded = fold_constants(rewritten, evaluate_op)
     assert not has_internal_nodes(folded)
     w2 = original.initializers["w2"].array()
     expected = w2 * np.linspace(0.5, 2.0, 8).astype(np.float32).reshape(-1, 1, 1, 1)
     np.testing.assert_allclose(folded.initializers["w2_scaled"].array(), expected, rtol=1e-6)
-    model = export_model(rewritten)
+    model = export(rewritten)
     onnx.checker.check_model(model, full_check=True)
     assert {t.name for t in model.graph.initializer} == {"w1", "b1", "bias", "w2_scaled"}
     x = {"x": np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)}
@@ -49,4 +50,4 @@ def test_folding_a_non_constant_is_refused() -> None:
     graph = import_model(models.conv_net())
     bad = Node("Relu", INTERNAL_DOMAIN, ("x",), ("xr",))
     with pytest.raises(VerificationError, match="not a constant"):
-        fold_constants(graph.rewrite(add=[bad]))
+        fold_constants(graph.rewrite(add=[bad]), evaluate_op)

@@ -26,10 +26,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis.control import currently_in_test_context
 
 import taso
-from taso._onnx_export import export_model
 from taso._onnx_import import import_model
 from taso.ir import Graph
 from taso.opspecs import get_spec, spec_by_name
+from taso.pipeline._export import export
 from taso.pipeline._rewriting import make_expand
 from taso.search import FunctionCost, search
 from taso.substitutions._bridge import graph_index
@@ -163,7 +163,7 @@ def assert_optimized_equivalent(recipe: Recipe, rules: Sequence[Rule] = RULES) -
     )
     assert_same_on_ort(model, result.model, inputs)
     variant = adversarial_variant(graph, rules)
-    assert_same_on_ort(model, export_model(variant.graph), inputs)
+    assert_same_on_ort(model, export(variant.graph), inputs)
     if currently_in_test_context():  # also called from plain regression tests
         for rule_id in sorted(set(result.report.applied_rewrites) | set(variant.applied)):
             event(f"applied {rule_id}")

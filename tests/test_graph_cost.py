@@ -7,6 +7,7 @@ import dataclasses
 import onnx
 import pytest
 
+from benchmarks._variants import all_variants, double_relu, relu_as_max, split_conv
 from taso._onnx_import import import_model
 from taso.backends import CostCache, run_model
 from taso.backends._region import extract_region, fusion_closure, neighbourhood
@@ -20,7 +21,6 @@ from taso.backends.graph_cost import (
 from taso.backends.inputs import make_inputs
 from taso.ir import INTERNAL_DOMAIN
 from taso.search import Rewrite
-from taso.search._variants import all_variants, double_relu, relu_as_max, split_conv
 from tests.models import conv_net
 
 FAST = Timing(target_s=0.01, min_repeats=5, max_repeats=50, warmup=1)

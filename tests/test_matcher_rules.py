@@ -15,9 +15,9 @@ from onnx import TensorProto
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
-from taso._onnx_export import export_model
 from taso._onnx_import import import_model
 from taso.ir import Graph
+from taso.pipeline._export import export
 from taso.substitutions.rule import (
     ParamExpr,
     ParamVar,
@@ -200,7 +200,7 @@ def feeds(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
 
 def run(graph: Graph, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     """Export (folding weight transforms), check, and run on ONNX Runtime."""
-    model = export_model(graph)
+    model = export(graph)
     onnx.checker.check_model(model, full_check=True)
     options = ort.SessionOptions()
     options.log_severity_level = 3

@@ -17,11 +17,11 @@ from onnx import numpy_helper as nh
 
 import taso
 from taso._model_io import check_model, load_model
-from taso._onnx_export import export_model
 from taso._onnx_import import import_model
 from taso.backends import AnalyticalCostModel, run_model
 from taso.backends.compare import runnable
 from taso.errors import InvalidModelError
+from taso.pipeline._export import export
 from taso.pipeline._rewriting import run_search
 from tests.test_fuzz_rules import FIXTURE_RULES
 
@@ -50,7 +50,7 @@ def _candidate(path: Path) -> onnx.ModelProto:
     graph = import_model(loaded.model, base_dir=loaded.base_dir)
     outcome = run_search(graph, rules=FIXTURE_RULES, cost_model=AnalyticalCostModel(), alpha=1.05, time_budget_s=2.0)
     assert outcome.applied
-    return export_model(outcome.graph)
+    return export(outcome.graph)
 
 
 def test_an_optimized_model_with_external_weights_passes_the_checker(tmp_path: Path) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import onnx
 import pytest
 
+from benchmarks.fidelity import main, make_candidates, spearman
 from taso._onnx_import import import_model
 from taso.backends.graph_cost import AnalyticalCostModel
-from taso.search.fidelity import main, make_candidates, spearman
 from tests.models import conv_net
 
 
@@ -51,7 +51,7 @@ def test_rule_candidates_are_partial_sweeps_priced_rewrite_by_rewrite() -> None:
 
 
 def test_resolvable_graphs_are_those_timing_can_tell_from_the_input() -> None:
-    from taso.search.fidelity import Candidate, FidelityReport
+    from benchmarks.fidelity import Candidate, FidelityReport
 
     graph = import_model(conv_net(channels=16))
     predicted = [10.0, 9.0, 10.1, 12.0, 9.9]

@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 
-from taso._onnx_export import export_model
 from taso._onnx_import import import_model
+from taso.pipeline._export import export
 from taso.pipeline._rewriting import make_expand
 from taso.search.sweep import apply_all
 from tests.strategies import Recipe, build, feeds, recipes
@@ -35,7 +35,7 @@ def assert_sweeps_equivalent(recipe: Recipe) -> None:
     for rule_id, found in sorted(by_rule.items()):
         swept, count = apply_all(graph, found, refind=make_expand([by_id[rule_id]]))
         assert count >= 1, rule_id
-        assert_same_on_ort(model, export_model(swept), inputs)
+        assert_same_on_ort(model, export(swept), inputs)
         event(f"swept {rule_id}" + (" (several)" if count > 1 else ""))
     if not by_rule:
         event("no match")

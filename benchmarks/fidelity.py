@@ -1,11 +1,11 @@
 """How well does a cost model rank graphs? Spearman correlation, predicted vs measured.
 
-    python -m taso.search.fidelity MODEL.onnx [--candidates 24] [--shapes ...] [--regions | --analytical]
+    python -m benchmarks.fidelity MODEL.onnx [--candidates 24] [--shapes ...] [--regions | --analytical]
 
-    python -m taso.search.fidelity MODEL.onnx --rules [--candidates 24]
+    python -m benchmarks.fidelity MODEL.onnx --rules [--candidates 24]
 
 Candidates are made from the model in one of two ways. By default, chains of 1-4 random
-structure-preserving variant rewrites (`taso.search._variants`: conv splitting, relu as
+structure-preserving variant rewrites (`benchmarks._variants`: conv splitting, relu as
 max, double relu, identity insertion). With `--rules`, from the shipped proved rules as
 the search uses them: each candidate applies a random share of the matches of one or two
 random rules (partial sweeps), so candidates differ by whole-model amounts rather than
@@ -29,8 +29,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from benchmarks._variants import all_variants
+from taso._model_io import load_model
+from taso._onnx_import import import_model
+from taso.backends import ShapeProfile
+from taso.backends._region import extract_region
+from taso.backends.graph_cost import AnalyticalCostModel, MeasuredCostModel, UseDefault
+from taso.backends.inputs import make_inputs
+from taso.backends.kernel_cost import KernelCostModel
+from taso.backends.timing import measure_interleaved, measure_latency
 from taso.ir import Graph
-from taso.search._variants import all_variants
+from taso.pipeline._rewriting import default_rules, make_expand
 from taso.search.cost import CostModel
 from taso.search.rewrite import Expand, Move, Rewrite, affected_nodes, dangling_values
 
@@ -159,9 +168,6 @@ def measure_all(graphs: Sequence[Graph], *, shapes_of: object, repeats: int = 60
     and reported as `median(graphs[0]) * median(per-iteration ratio)`: slow drifts of a
     shared machine's speed cancel out of the ratios.
     """
-    from taso.backends._region import extract_region
-    from taso.backends.inputs import make_inputs
-    from taso.backends.timing import measure_interleaved, measure_latency
 
     models = [extract_region(g, g.nodes, shapes_of).model for g in graphs]  # type: ignore[arg-type]
     feeds = make_inputs(models[0])
@@ -203,7 +209,7 @@ def fidelity(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m taso.search.fidelity", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.fidelity", description=__doc__.splitlines()[0])
     parser.add_argument("model")
     parser.add_argument("--candidates", type=int, default=24)
     parser.add_argument("--hops", type=int, default=2, help="region radius (regions; kernels beyond 48 MB)")
@@ -218,8 +224,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     graph, model = _setup(args)
     expand = None
     if args.rules:
-        from taso.pipeline._rewriting import default_rules, make_expand
-
         expand = make_expand(default_rules())
     report = fidelity(
         graph, model, count=max(args.candidates, MIN_CANDIDATES), seed=args.seed, repeats=args.repeats, expand=expand
@@ -240,10 +244,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _setup(args: argparse.Namespace) -> tuple[Graph, object]:
-    from taso._model_io import load_model
-    from taso._onnx_import import import_model
-    from taso.backends import ShapeProfile
-    from taso.backends.graph_cost import AnalyticalCostModel, MeasuredCostModel, UseDefault
 
     loaded = load_model(args.model)
     graph = import_model(loaded.model, base_dir=loaded.base_dir)
@@ -253,7 +253,6 @@ def _setup(args: argparse.Namespace) -> tuple[Graph, object]:
     if args.regions:
         cache = None if args.no_cache else MeasuredCostModel(profile=profile).cache
         return graph, MeasuredCostModel(profile=profile, hops=args.hops, cache=cache)
-    from taso.backends.kernel_cost import KernelCostModel
 
     return graph, KernelCostModel(profile=profile, cache=None if args.no_cache else UseDefault.CACHE, hops=args.hops)
 
