@@ -37,6 +37,7 @@ from onnx import numpy_helper as nh
 import taso
 import taso.pipeline.cli
 from benchmarks._fuzz_mutations import MUTATIONS, Applied, Hostile
+from benchmarks.corpus import cached_entries, default_cache_dir
 from benchmarks.models import MODELS, Size
 from tests import models as fixtures
 
@@ -59,6 +60,32 @@ BASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "example_cnn": _example_model,
 }
 """The base models: every benchmark model at its SMALL size, the test fixtures, the example."""
+
+BASES_ENV = "TASO_FUZZ_BASES"
+"""`builders` (the above), `corpus` (real converter exports in the corpus cache), or `all`;
+an environment variable so that the example processes plan the same examples."""
+_CORPUS_MAX_BYTES = 16 << 20  # larger exports make each example too slow to fuzz
+
+
+def _corpus_bases() -> dict[str, Callable[[], onnx.ModelProto]]:
+    """The corpus cache's small models, by `corpus/<name>` (none when the cache is empty)."""
+    found: dict[str, Callable[[], onnx.ModelProto]] = {}
+    for manifest, path in cached_entries(default_cache_dir()):
+        size = sum(f.stat().st_size for f in path.parent.iterdir() if f.is_file())
+        if size <= _CORPUS_MAX_BYTES:
+            found[f"corpus/{manifest.name}"] = lambda p=path: onnx.load(p)
+    return found
+
+
+def bases() -> dict[str, Callable[[], onnx.ModelProto]]:
+    """The base models of this run (see `BASES_ENV`)."""
+    kind = os.environ.get(BASES_ENV, "builders")
+    if kind == "builders":
+        return BASES
+    corpus = _corpus_bases()
+    if not corpus:
+        raise SystemExit(f"{BASES_ENV}={kind}: the corpus cache is empty (python -m benchmarks.corpus build)")
+    return corpus if kind == "corpus" else {**BASES, **corpus}
 
 
 class Storage(enum.Enum):
@@ -142,8 +169,9 @@ class Finding:
 def plan(seed: int, index: int) -> tuple[Example, onnx.ModelProto]:
     """The example `index` of run `seed`: the same on every machine and with any number of jobs."""
     rng = random.Random(f"{seed}:{index}")
-    base = rng.choice(sorted(BASES))
-    model = BASES[base]()
+    available = bases()
+    base = rng.choice(sorted(available))
+    model = available[base]()
     wanted = rng.choices((1, 2, 3), weights=(5, 3, 2))[0]
     applied: list[tuple[str, Applied]] = []
     for name in rng.sample(sorted(MUTATIONS), len(MUTATIONS)):  # in random order until `wanted` applied

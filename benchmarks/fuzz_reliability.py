@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import re
 import shutil
 import sys
@@ -37,6 +38,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from benchmarks._fuzz_example import (
+    BASES_ENV,
     Finding,
     Kind,
     Result,
@@ -269,7 +271,11 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[FuzzOptions, Path | N
     parser.add_argument("--memory-gb", type=float, default=8.0, help="address-space limit of each example")
     parser.add_argument("--only", type=int, default=None, metavar="INDEX", help="run this example alone")
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR", help="save failing examples here")
+    parser.add_argument("--bases", choices=["builders", "corpus", "all"], default=None,
+                        help="base models: the project's builders and fixtures (default), the real-converter corpus cache, or both")
     args = parser.parse_args(argv)
+    if args.bases is not None:  # the example processes inherit it, and plan alike
+        os.environ[BASES_ENV] = args.bases
     options = FuzzOptions(
         examples=args.examples, seed=args.seed, backend=args.backend, budget_s=args.budget, jobs=args.jobs,
         timeout_s=args.timeout, memory_gb=args.memory_gb, only=args.only,
