@@ -46,6 +46,15 @@ class Fault:
         return failing
 
 
+def _optimized_with_fault(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> taso.OptimizeResult:
+    """Optimize `_relu_chain()` with `owner.name` raising; assert the fault was reached."""
+    fault = Fault()
+    monkeypatch.setattr(owner, name, fault.wrap(getattr(owner, name)))
+    result = taso.optimize_onnx(_relu_chain(), time_budget_s=3)
+    assert fault.hits > 0
+    return result
+
+
 def _assert_contained(result: taso.OptimizeResult, original: onnx.ModelProto) -> None:
     report = result.report
     assert any("injected fault" in w for w in report.warnings), report.warnings
@@ -62,20 +71,12 @@ TARGETS = [
 
 @pytest.mark.parametrize(("owner", "method"), TARGETS, ids=[f"{o.__name__}.{m}" for o, m in TARGETS])
 def test_a_failing_cost_model_falls_back(monkeypatch: pytest.MonkeyPatch, owner: type, method: str) -> None:
-    fault = Fault()
-    monkeypatch.setattr(owner, method, fault.wrap(getattr(owner, method)))
-    model = _relu_chain()
-    result = taso.optimize_onnx(model, time_budget_s=3)
-    assert fault.hits > 0
-    _assert_contained(result, model)
+    _assert_contained(_optimized_with_fault(monkeypatch, owner, method), _relu_chain())
 
 
 def test_failing_kernel_shape_inference_is_contained(monkeypatch: pytest.MonkeyPatch) -> None:
-    fault = Fault()
-    monkeypatch.setattr(_kernels, "infer_kernel_shapes", fault.wrap(_kernels.infer_kernel_shapes))
+    result = _optimized_with_fault(monkeypatch, _kernels, "infer_kernel_shapes")
     model = _relu_chain()
-    result = taso.optimize_onnx(model, time_budget_s=3)
-    assert fault.hits > 0
     same = [n.SerializeToString() for n in result.model.graph.node] == [n.SerializeToString() for n in model.graph.node]
     assert same or result.report.check is CheckStatus.PASSED
 
@@ -83,13 +84,9 @@ def test_failing_kernel_shape_inference_is_contained(monkeypatch: pytest.MonkeyP
 def test_a_failing_judge_keeps_no_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
     from taso.pipeline import _decide
 
-    fault = Fault()
-    monkeypatch.setattr(_decide.MeasuredJudge, "__call__", fault.wrap(_decide.MeasuredJudge.__call__))
     monkeypatch.setattr("taso.pipeline.api.MIN_PREDICTED_SPEEDUP", 0.0)  # judge every sweep
-    model = _relu_chain()
-    result = taso.optimize_onnx(model, time_budget_s=3)
-    assert fault.hits > 0
-    _assert_contained(result, model)
+    result = _optimized_with_fault(monkeypatch, _decide.MeasuredJudge, "__call__")
+    _assert_contained(result, _relu_chain())
     assert not any(s.kept for s in result.report.sweeps)
 
 
@@ -98,13 +95,8 @@ def test_a_failing_sweep_or_search_returns_the_original(monkeypatch: pytest.Monk
     import importlib
 
     module_name, name = target.rsplit(".", 1)
-    module = importlib.import_module(module_name)
-    fault = Fault()
-    monkeypatch.setattr(module, name, fault.wrap(getattr(module, name)))
-    model = _relu_chain()
-    result = taso.optimize_onnx(model, time_budget_s=3)
-    assert fault.hits > 0
-    _assert_contained(result, model)
+    result = _optimized_with_fault(monkeypatch, importlib.import_module(module_name), name)
+    _assert_contained(result, _relu_chain())
 
 
 def test_a_candidate_that_cannot_be_exported_gives_the_original(monkeypatch: pytest.MonkeyPatch) -> None:
