@@ -37,7 +37,7 @@ def taso_gen(*args: str) -> None:
     """Run the taso-gen CLI with Neg visible; stop at the first failing step."""
     env = {**os.environ, "TASO_EXTRA_SPECS": "neg_op", "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
     print("$ taso-gen " + " ".join(args), flush=True)
-    subprocess.run([sys.executable, "-m", "taso.substitutions.cli", *args], env=env, check=True)
+    subprocess.run([sys.executable, "-m", "taso.substitutions.generate.cli", *args], env=env, check=True)
 
 
 def double_negation_model() -> onnx.ModelProto:

@@ -23,10 +23,8 @@ A side condition that cannot be evaluated is not satisfied.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import CodeType
 
 import numpy as np
 import onnx
@@ -41,7 +39,7 @@ from taso.substitutions.rule import (
     ParamVar,
     Rule,
     RuleError,
-    expression_names,
+    evaluate_expression,
     split_ref,
 )
 
@@ -125,24 +123,6 @@ def _dim(dim: object, where: str) -> object:
     if isinstance(dim, str) and dim.strip() not in _ANONYMOUS_DIMS:
         return SymbolicDim(dim, known_symbol=True)
     return SymbolicDim(where, known_symbol=False)
-
-
-_BUILTINS = {"len": len, "all": all, "any": any, "min": min, "max": max, "abs": abs, "tuple": tuple, "range": range}
-
-
-@functools.lru_cache(maxsize=4096)
-def _compiled(expr: str) -> CodeType:
-    """Validate (`rule.expression_names`) and compile an expression once."""
-    expression_names(expr)
-    return compile(expr, "<rule>", "eval")
-
-
-def evaluate_expression(expr: str, env: Mapping[str, object]) -> object:
-    """`rule.evaluate_expression` with the parse and compile cached (matching is a hot path).
-
-    The environment is passed as globals so that names inside generator expressions
-    (`all(d == k for d in s)`) resolve to parameters too."""
-    return eval(_compiled(expr), {"__builtins__": _BUILTINS, **env})  # noqa: S307
 
 
 def constraint_holds(expr: str, env: Mapping[str, object]) -> bool:

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import ast
 import enum
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import CodeType
 
 from taso.errors import VerificationError
 from taso.opspecs import Exactness, spec_by_name
@@ -138,7 +140,8 @@ class Rule:
 
 # ----- validation ------------------------------------------------------------------------
 
-_FUNCTIONS = frozenset({"shape", "rank", "is_const", "value", "len", "all", "any", "min", "max", "abs", "tuple", "range"})
+_BUILTINS = {"len": len, "all": all, "any": any, "min": min, "max": max, "abs": abs, "tuple": tuple, "range": range}
+_FUNCTIONS = frozenset({"shape", "rank", "is_const", "value", *_BUILTINS})  # the helpers come from the caller's env
 _ALLOWED_NODES = (
     ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Name, ast.Load,
     ast.Constant, ast.Tuple, ast.List, ast.Subscript, ast.Slice, ast.IfExp, ast.GeneratorExp,
@@ -167,12 +170,19 @@ def expression_names(expr: str) -> set[str]:
     return names - bound - _FUNCTIONS
 
 
-def evaluate_expression(expr: str, env: Mapping[str, object]) -> object:
-    """Evaluate a validated expression with `env` (parameters and shape/rank/is_const helpers)."""
+@functools.lru_cache(maxsize=4096)
+def _compiled(expr: str) -> CodeType:
+    """Validate (`expression_names`) and compile an expression once (matching is a hot path)."""
     expression_names(expr)
-    builtins = {"len": len, "all": all, "any": any, "min": min, "max": max, "abs": abs, "tuple": tuple, "range": range}
-    scope = {**env, "__builtins__": builtins}  # globals, so generator expressions see parameters
-    return eval(compile(expr, "<rule>", "eval"), scope)  # noqa: S307
+    return compile(expr, "<rule>", "eval")
+
+
+def evaluate_expression(expr: str, env: Mapping[str, object]) -> object:
+    """Evaluate a validated expression with `env` (parameters and shape/rank/is_const/value helpers).
+
+    The environment is passed as globals so that names inside generator expressions
+    (`all(d == k for d in s)`) resolve to parameters too."""
+    return eval(_compiled(expr), {"__builtins__": _BUILTINS, **env})  # noqa: S307
 
 
 def _validate(rule: Rule) -> None:

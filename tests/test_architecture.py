@@ -80,8 +80,32 @@ def test_no_folder_level_cycle_beyond_the_listed_exception() -> None:
 
 def test_no_cross_folder_import_inside_a_function() -> None:
     lazy = [(path, target) for path, _, target, inside in imports(_folders()) if inside]
-    allowed = {("substitutions/cli.py", "opspecs")}  # taso-gen's subcommands load only what they use
+    allowed = {("substitutions/generate/cli.py", "opspecs")}  # taso-gen's subcommands load only what they use
     assert set(lazy) <= allowed, sorted(set(lazy) - allowed)
+
+
+def _imported_names(path: Path) -> Iterator[str]:
+    """Every module an absolute import in `path` names (`from a import b` names `a` and `a.b`)."""
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+
+
+GENERATOR = "taso.substitutions.generate"
+
+
+def test_the_rule_engine_imports_nothing_from_the_generator() -> None:
+    """substitutions/*.py is what optimize runs; generate/ may use it, never the other way."""
+    engine = sorted((ROOT / "substitutions").glob("*.py"))
+    assert {p.name for p in engine} >= {"rule.py", "matching.py", "_matcher.py", "_apply.py"}
+    wrong = [
+        (path.relative_to(ROOT).as_posix(), name) for path in engine for name in _imported_names(path)
+        if name == GENERATOR or name.startswith(GENERATOR + ".")
+    ]
+    assert not wrong, wrong
 
 
 def test_the_cycle_finder_finds_cycles() -> None:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from taso.substitutions import cli
-from taso.substitutions._enumerate import Leaf, Role, Universe
-from taso.substitutions._fingerprint import PRIMES, FieldEvaluator
-from taso.substitutions._generate import Settings, generate_library
-from taso.substitutions._prove import DEFAULT_RLIMIT, GENERATE_RLIMIT, prove
-from taso.substitutions._witness import check_witness
+from taso.substitutions.generate import cli
+from taso.substitutions.generate._enumerate import Leaf, Role, Universe
+from taso.substitutions.generate._fingerprint import PRIMES, FieldEvaluator
+from taso.substitutions.generate._pipeline import Settings, generate_library
+from taso.substitutions.generate._prove import DEFAULT_RLIMIT, GENERATE_RLIMIT, prove
+from taso.substitutions.generate._witness import check_witness
 from taso.substitutions.rule import (
     Pattern,
     PatternInput,
@@ -163,8 +163,8 @@ def test_universe_leaves_are_typed(shape) -> None:
 def test_renaming_puts_interchangeable_leaves_first() -> None:
     """`relu(y) = relu(relu(y))` and `relu(z) = relu(relu(z))` are one pair; `x`, `y`
     in `x * y` are not merged with a lone leaf of another kind."""
-    from taso.substitutions._enumerate import Graph, Node
-    from taso.substitutions._prune import canonical_pair
+    from taso.substitutions.generate._enumerate import Graph, Node
+    from taso.substitutions.generate._prune import canonical_pair
 
     universe = Universe("u", ("Relu", "Mul"), (Leaf("x", (2, 2), Role.ACTIVATION), Leaf("y", (2, 2), Role.ACTIVATION),
                                                Leaf("z", (2, 2), Role.ACTIVATION), Leaf("w", (2, 2), Role.WEIGHT)))

@@ -12,8 +12,8 @@ from benchmarks.models import MODELS, Size
 from taso._onnx_import import import_model
 from taso.opspecs.axioms.converter import AXIOMS as CONVERTER_AXIOMS
 from taso.opspecs.axioms.validate import validate_axiom
-from taso.substitutions._axiom_rules import rules_from_axiom
-from taso.substitutions._gen_derived import converter_rules
+from taso.substitutions.generate._axiom_rules import rules_from_axiom
+from taso.substitutions.generate._converter_rules import converter_rules
 from taso.substitutions.matching import apply, find_matches
 from taso.substitutions.rule import load_rules, rule_to_json
 from tests.test_rule_library import LIBRARY

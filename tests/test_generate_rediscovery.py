@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from taso.opspecs import spec_by_name
-from taso.substitutions._enumerate import Leaf, Role, Universe
-from taso.substitutions._gen_universes import CHANNEL
-from taso.substitutions._generate import Settings, generate
-from taso.substitutions._witness import check_witness, run_pattern, witness_configs
+from taso.substitutions.generate._enumerate import Leaf, Role, Universe
+from taso.substitutions.generate._pipeline import Settings, generate
+from taso.substitutions.generate._universes import CHANNEL
+from taso.substitutions.generate._witness import check_witness, run_pattern, witness_configs
 from taso.substitutions.rule import Pattern, Rule
 
 A, W = Role.ACTIVATION, Role.WEIGHT

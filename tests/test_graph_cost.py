@@ -168,7 +168,7 @@ def test_analytical_model_with_ort_folds_is_exactly_incremental() -> None:
 
 
 def test_analytical_model_prices_narrow_groups_below_peak() -> None:
-    from taso.substitutions._axiom_families import regroup_rule
+    from taso.substitutions.generate._axiom_families import regroup_rule
     from taso.substitutions.matching import apply, find_matches
     from tests.test_regroup import _grouped_net
 

@@ -8,7 +8,7 @@ import pytest
 
 from taso.opspecs import all_specs
 from taso.opspecs.axioms import all_axioms
-from taso.substitutions.cli import main
+from taso.substitutions.generate.cli import main
 
 
 def test_ops_lists_every_spec(capsys: pytest.CaptureFixture[str]) -> None:

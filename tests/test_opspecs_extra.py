@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from taso.substitutions._gen_universes import select
+from taso.substitutions.generate._universes import select
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
@@ -30,7 +30,7 @@ def test_a_module_that_cannot_be_imported_is_a_usage_error() -> None:
     code = "from taso.opspecs import all_specs; all_specs()"
     proc = _python(code, "no_such_module_here")
     assert proc.returncode != 0 and "UsageError: TASO_EXTRA_SPECS: cannot import 'no_such_module_here'" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "taso.substitutions.cli", "ops"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "taso.substitutions.generate.cli", "ops"], capture_output=True, text=True,
                           env={**os.environ, "TASO_EXTRA_SPECS": "os"}, timeout=120)
     assert proc.returncode == 2 and "has no SPEC" in proc.stderr and "Traceback" not in proc.stderr
 

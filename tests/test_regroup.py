@@ -9,9 +9,9 @@ import pytest
 from onnx import helper as h
 
 from taso.opspecs import spec_by_name
-from taso.substitutions._axiom_families import regroup_rule, regroup_rules
-from taso.substitutions._verify import verify_rule
-from taso.substitutions._witness import check_witness
+from taso.substitutions.generate._axiom_families import regroup_rule, regroup_rules
+from taso.substitutions.generate._verify import verify_rule
+from taso.substitutions.generate._witness import check_witness
 from taso.substitutions.matching import apply, find_matches
 from taso.substitutions.rule import (
     ParamExpr,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import taso.substitutions as substitutions
-from taso.substitutions._verify import verify_rule
+from taso.substitutions.generate._verify import verify_rule
 from taso.substitutions.rule import ProofStatus, RuleError, load_rules
 
 LIBRARY = Path(substitutions.__file__).parent / "library" / "rules.json"
@@ -36,7 +36,7 @@ def test_library_covers_converter_rules() -> None:
 
 def test_library_holds_each_rule_once() -> None:
     # the BatchNorm fold was once shipped twice (an axiom rule and an equal converter form)
-    from taso.substitutions._generate import dedupe
+    from taso.substitutions.generate._pipeline import dedupe
 
     rules = list(_library().rules)
     assert len(dedupe(rules)) == len(rules)

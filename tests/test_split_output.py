@@ -7,9 +7,9 @@ import dataclasses
 import pytest
 from onnx import helper as h
 
-from taso.substitutions._axiom_families import split_output_rule, split_output_rules
-from taso.substitutions._verify import verify_rule
-from taso.substitutions._witness import check_witness
+from taso.substitutions.generate._axiom_families import split_output_rule, split_output_rules
+from taso.substitutions.generate._verify import verify_rule
+from taso.substitutions.generate._witness import check_witness
 from taso.substitutions.matching import apply, find_matches
 from taso.substitutions.rule import Pattern, PatternNode, ProofStatus
 from tests.test_matcher_rules import assert_same_outputs, make_graph, weight

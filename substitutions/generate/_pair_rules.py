@@ -16,8 +16,8 @@ import json
 from dataclasses import replace
 
 from taso.opspecs import Exactness
-from taso.substitutions._axiom_bank import bank_axioms
-from taso.substitutions._enumerate import Graph, Role, Universe
+from taso.substitutions.generate._axiom_bank import bank_axioms
+from taso.substitutions.generate._enumerate import Graph, Role, Universe
 from taso.substitutions.rule import (
     ParamVar,
     Pattern,

@@ -94,7 +94,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     """Enumerate, prove and write a rule library; stage counts on stderr."""
     from pathlib import Path
 
-    from taso.substitutions._generate import Settings, generate_library
+    from taso.substitutions.generate._pipeline import Settings, generate_library
     from taso.substitutions.rule import dump_rules
 
     settings = Settings(max_ops=args.max_ops, ops=tuple(args.ops or ()), workers=args.workers,
@@ -125,7 +125,7 @@ def _usage() -> str:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Re-prove every rule of a file; exit 1 if any rule is not proved."""
-    from taso.substitutions._verify import checks_json, summary, verify_rule
+    from taso.substitutions.generate._verify import checks_json, summary, verify_rule
     from taso.substitutions.rule import RuleError, load_rules
 
     try:
@@ -148,7 +148,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     """Merge generated rule files (re-proved) with the hand rules into one library."""
     from pathlib import Path
 
-    from taso.substitutions._gen_library import merge
+    from taso.substitutions.generate._merge import merge
     from taso.substitutions.rule import dump_rules
 
     library, counts = merge([Path(f) for f in args.files], args.rlimit)
@@ -171,7 +171,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
 
 
 def _add_generate(sub: argparse._SubParsersAction) -> None:
-    from taso.substitutions._prove import DEFAULT_RLIMIT, GENERATE_RLIMIT
+    from taso.substitutions.generate._prove import DEFAULT_RLIMIT, GENERATE_RLIMIT
 
     gen = sub.add_parser("generate", help=COMMANDS["generate"][1])
     gen.add_argument("--max-ops", type=int, default=3, help="operators per graph (default 3)")

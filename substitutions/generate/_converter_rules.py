@@ -1,4 +1,4 @@
-"""Converter-form rules (`_gen_converter.CONVERTER_FORMS`) as proved, witnessed `Rule`s.
+"""Converter-form rules (`_converter_forms.CONVERTER_FORMS`) as proved, witnessed `Rule`s.
 
 Each form becomes one rule, source -> target: parametric where its builders only pass
 parameters through (Conv strides/pads/dilations/group, BatchNorm epsilon), otherwise one
@@ -13,11 +13,11 @@ from collections import Counter
 from dataclasses import replace
 
 from taso.opspecs.axioms import Axiom
-from taso.substitutions._axiom_rules import _consistent, _params, _rule, _terms, _witness
-from taso.substitutions._gen_converter import CONVERTER_FORMS, FORM_CONSTRAINTS
-from taso.substitutions._gen_rules import exactness_of
-from taso.substitutions._prove import SOLVER, prove
-from taso.substitutions._witness import check_witness, guarded
+from taso.substitutions.generate._axiom_rules import _consistent, _params, _rule, _terms, _witness
+from taso.substitutions.generate._converter_forms import CONVERTER_FORMS, FORM_CONSTRAINTS
+from taso.substitutions.generate._pair_rules import exactness_of
+from taso.substitutions.generate._prove import SOLVER, prove
+from taso.substitutions.generate._witness import check_witness, guarded
 from taso.substitutions.rule import Proof, ProofStatus, Rule
 
 

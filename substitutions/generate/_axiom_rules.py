@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 
 from taso.opspecs import spec_by_name
 from taso.opspecs.axioms import Axiom, Term, TermAlgebra, Var
-from taso.substitutions._axiom_bank import SHAPE_DEPENDENT, bank_axioms
-from taso.substitutions._axiom_families import FAMILIES
-from taso.substitutions._gen_converter import RULE_CONSTRAINTS
-from taso.substitutions._witness import guarded
+from taso.substitutions.generate._axiom_bank import SHAPE_DEPENDENT, bank_axioms
+from taso.substitutions.generate._axiom_families import FAMILIES
+from taso.substitutions.generate._converter_forms import RULE_CONSTRAINTS
+from taso.substitutions.generate._witness import guarded
 from taso.substitutions.rule import (
     ParamVar,
     Pattern,

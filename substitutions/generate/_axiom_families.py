@@ -27,7 +27,7 @@ import json
 from taso.opspecs import Exactness
 from taso.opspecs.axioms import Axiom, all_axioms
 from taso.opspecs.axioms.conv import SPLIT_ACTIVATIONS
-from taso.substitutions._witness import guarded
+from taso.substitutions.generate._witness import guarded
 from taso.substitutions.rule import (
     ParamExpr,
     ParamVar,

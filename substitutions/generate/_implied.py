@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from taso.substitutions._enumerate import Graph, Universe
-from taso.substitutions._prune import tensor_terms
+from taso.substitutions.generate._enumerate import Graph, Universe
+from taso.substitutions.generate._prune import tensor_terms
 
 
 def _node_tensors(graph: Graph, leaves: int) -> list[tuple[int, ...]]:

@@ -14,9 +14,14 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from taso.substitutions._generate import GENERATOR_VERSION, dedupe, hand_rules, spec_set_hash
-from taso.substitutions._verify import verify_rule
-from taso.substitutions._witness import guarded
+from taso.substitutions.generate._pipeline import (
+    GENERATOR_VERSION,
+    dedupe,
+    hand_rules,
+    spec_set_hash,
+)
+from taso.substitutions.generate._verify import verify_rule
+from taso.substitutions.generate._witness import guarded
 from taso.substitutions.rule import ProofStatus, Rule, RuleLibrary, load_rules
 
 

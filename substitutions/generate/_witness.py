@@ -107,7 +107,7 @@ def reproducer(rule: Rule, seed: int) -> str:
     text = json.dumps(rule_to_json(rule), sort_keys=True)
     return ("import json\n"
             "from taso.substitutions.rule import rule_from_json\n"
-            "from taso.substitutions._witness import check_witness\n"
+            "from taso.substitutions.generate._witness import check_witness\n"
             f"rule = rule_from_json(json.loads({text!r}))\n"
             f"print(check_witness(rule, seed={seed}))")
 

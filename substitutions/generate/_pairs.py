@@ -4,7 +4,7 @@ A bucket (equal first fingerprint) splits into *classes* (equal second fingerpri
 Within a class only the pairs (representative, member) are kept, the representative
 being the member with fewest operators: any other pair follows by transitivity. Each
 pair then goes through the pruning steps of `_prune` (common subgraph, common
-supergraph), the pruning by smaller rules of `_gen_implied`, leaf merging (an instance of
+supergraph), the pruning by smaller rules of `_implied`, leaf merging (an instance of
 a proved pair with interchangeable inputs identified) and renaming; every step is
 counted. Pairs are handed out in rounds of increasing member size and, within a size,
 decreasing number of inputs read, so the caller can prove one round before pruning the
@@ -17,9 +17,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from taso.substitutions._enumerate import Graph, Universe
-from taso.substitutions._gen_implied import is_reducible, member_text
-from taso.substitutions._prune import (
+from taso.substitutions.generate._enumerate import Graph, Universe
+from taso.substitutions.generate._implied import is_reducible, member_text
+from taso.substitutions.generate._prune import (
     canonical_pair,
     has_common_subgraph,
     has_common_supergraph,

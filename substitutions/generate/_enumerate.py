@@ -25,7 +25,7 @@ import numpy as np
 
 from taso.opspecs import OpSpec
 from taso.opspecs import spec_by_name as _spec_by_name
-from taso.substitutions._fingerprint import FieldEvaluator, digest
+from taso.substitutions.generate._fingerprint import FieldEvaluator, digest
 
 COMMUTATIVE = frozenset({"Add", "Mul"})
 

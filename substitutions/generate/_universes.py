@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from taso.substitutions._enumerate import Leaf, Role, Universe
+from taso.substitutions.generate._enumerate import Leaf, Role, Universe
 
 A, W = Role.ACTIVATION, Role.WEIGHT
 

@@ -19,7 +19,7 @@ import z3
 
 from taso.opspecs import TENSOR, spec_by_name
 from taso.opspecs._z3 import param_sort
-from taso.substitutions._axiom_bank import (
+from taso.substitutions.generate._axiom_bank import (
     SHAPE,
     axiom_bank,
     find_axiom,

@@ -6,8 +6,8 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 
-from taso.substitutions._prove import DEFAULT_RLIMIT, prove
-from taso.substitutions._witness import check_witness, witness_configs
+from taso.substitutions.generate._prove import DEFAULT_RLIMIT, prove
+from taso.substitutions.generate._witness import check_witness, witness_configs
 from taso.substitutions.rule import ProofStatus, Rule
 
 
@@ -43,8 +43,8 @@ def verify_rule(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT) -> RuleCheck:
 def _verify_instance(rule: Rule) -> RuleCheck:
     """An axiom-instance rule is proved when the named axiom (validated numerically and
     symbolically by its own checks) regenerates exactly this rule; its witness is re-run."""
-    from taso.substitutions._axiom_bank import find_axiom
-    from taso.substitutions._axiom_rules import rules_from_axiom
+    from taso.substitutions.generate._axiom_bank import find_axiom
+    from taso.substitutions.generate._axiom_rules import rules_from_axiom
     from taso.substitutions.rule import rule_to_json
 
     name = dict(rule.provenance).get("axiom", "")

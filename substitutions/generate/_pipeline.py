@@ -4,7 +4,7 @@ Per universe: pass 1 enumerates every graph in worker processes (tasks = first n
 results merged in task order) and counts fingerprint keys only, so memory stays small;
 pass 2 re-enumerates and keeps the graphs whose key is shared. A second evaluation (other
 prime, seed and hash key) confirms each pair. Pairs are then proved in rounds of
-increasing size (`_gen_pairs.Rounds`): pruning removes the pairs that smaller proved rules
+increasing size (`_pairs.Rounds`): pruning removes the pairs that smaller proved rules
 already imply, each survivor is proved with Z3 under a deterministic resource limit
 (rlimit), generalized to a parametric rule where the proof allows, and checked
 numerically. One process pool serves every proof of a run. The output is independent of
@@ -26,13 +26,13 @@ from multiprocessing.pool import Pool
 from tqdm import tqdm
 
 from taso.opspecs import all_specs
-from taso.substitutions import _enumerate as en
-from taso.substitutions._fingerprint import PRIMES, FieldEvaluator
-from taso.substitutions._gen_pairs import STAGES, Evaluated, Rounds, equal_classes
-from taso.substitutions._gen_rules import exactness_of, generalize, pair_rule
-from taso.substitutions._gen_universes import select
-from taso.substitutions._prove import GENERATE_RLIMIT, SOLVER, prove
-from taso.substitutions._witness import check_witness, witness_configs
+from taso.substitutions.generate import _enumerate as en
+from taso.substitutions.generate._fingerprint import PRIMES, FieldEvaluator
+from taso.substitutions.generate._pair_rules import exactness_of, generalize, pair_rule
+from taso.substitutions.generate._pairs import STAGES, Evaluated, Rounds, equal_classes
+from taso.substitutions.generate._prove import GENERATE_RLIMIT, SOLVER, prove
+from taso.substitutions.generate._universes import select
+from taso.substitutions.generate._witness import check_witness, witness_configs
 from taso.substitutions.rule import Proof, ProofStatus, Rule, RuleLibrary
 
 GENERATOR_VERSION = "1"
@@ -264,8 +264,8 @@ def generate_library(settings: Settings, *, with_axioms: bool = True,
 
 def hand_rules(rlimit: int, counts: Counter) -> list[Rule]:
     """Axiom-instance rules that pass their witness, plus the Z3-proved converter forms."""
-    from taso.substitutions._axiom_rules import axiom_rules
-    from taso.substitutions._gen_derived import converter_rules
+    from taso.substitutions.generate._axiom_rules import axiom_rules
+    from taso.substitutions.generate._converter_rules import converter_rules
 
     out = []
     for rule in axiom_rules():

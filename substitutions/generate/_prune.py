@@ -19,7 +19,7 @@ import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 
-from taso.substitutions._enumerate import Graph, Node, Universe
+from taso.substitutions.generate._enumerate import Graph, Node, Universe
 
 
 def tensor_terms(universe: Universe, graph: Graph, names: Sequence[str]
