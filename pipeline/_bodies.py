@@ -25,7 +25,6 @@ when it cannot be imported, searched or exported (the reason is reported back);
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -37,9 +36,10 @@ from taso._onnx_import import ModelContext, captured_names, import_model
 from taso.errors import TasoError
 from taso.ir import Graph, Node, TensorType, decode_attributes
 from taso.pipeline._export import export
+from taso.pipeline.budget import Budget
 
-BodySearch = Callable[[Graph, float], tuple[Graph, Mapping[str, int]]]
-"""`search(body, budget_s) -> (best body, applied rule counts)`: what the caller searches with."""
+BodySearch = Callable[[Graph, Budget], tuple[Graph, Mapping[str, int]]]
+"""`search(body, budget) -> (best body, applied rule counts)`: what the caller searches with."""
 
 
 @dataclass(frozen=True)
@@ -64,12 +64,11 @@ def body_node_count(graph: Graph) -> int:
     return sum(_proto_nodes(body) for node in graph.nodes.values() for _, body in _bodies(node))
 
 
-def optimize_bodies(graph: Graph, search: BodySearch, *, budget_s: float) -> BodiesOutcome:
-    """Optimize every If/Loop/Scan body of `graph`, each with a share of `budget_s` by size."""
+def optimize_bodies(graph: Graph, search: BodySearch, *, budget: Budget) -> BodiesOutcome:
+    """Optimize every If/Loop/Scan body of `graph`, each with a share of `budget` by size."""
     total = body_node_count(graph)
-    if total == 0 or budget_s <= 0:
+    if total == 0 or budget.left() <= 0:
         return BodiesOutcome(graph, {})
-    deadline = time.perf_counter() + budget_s
     applied: Counter[str] = Counter()
     skipped: list[str] = []
     nodes = dict(graph.nodes)
@@ -80,7 +79,7 @@ def optimize_bodies(graph: Graph, search: BodySearch, *, budget_s: float) -> Bod
             continue
         proto = _copy(node.proto)
         for attr_name, body in bodies:
-            share = _share(deadline, _proto_nodes(body), total)
+            share = budget.by_nodes(_proto_nodes(body), total)
             total -= _proto_nodes(body)
             try:
                 new_body, counts = _optimize_body(body, graph, search, share)
@@ -96,20 +95,13 @@ def optimize_bodies(graph: Graph, search: BodySearch, *, budget_s: float) -> Bod
     return BodiesOutcome(new_graph, dict(sorted(applied.items())), tuple(skipped))
 
 
-def _share(deadline: float, nodes: int, remaining_nodes: int) -> float:
-    left = max(0.0, deadline - time.perf_counter())
-    return left * nodes / max(remaining_nodes, 1)
-
-
 def _optimize_body(
-    body: onnx.GraphProto, outer: Graph, search: BodySearch, budget_s: float
+    body: onnx.GraphProto, outer: Graph, search: BodySearch, budget: Budget
 ) -> tuple[onnx.GraphProto, dict[str, int]]:
     graph = import_body(body, outer)
-    nested_nodes = body_node_count(graph)
-    own_budget = budget_s * len(graph.nodes) / max(len(graph.nodes) + nested_nodes, 1)
-    start = time.perf_counter()
-    best, counts = search(graph, own_budget) if own_budget > 0 and graph.nodes else (graph, {})
-    nested = optimize_bodies(best, search, budget_s=budget_s - (time.perf_counter() - start))
+    own = budget.by_nodes(len(graph.nodes), len(graph.nodes) + body_node_count(graph))
+    best, counts = search(graph, own) if own.seconds > 0 and graph.nodes else (graph, {})
+    nested = optimize_bodies(best, search, budget=budget)
     applied = Counter(counts) + Counter(nested.applied)
     if not applied:
         return body, {}

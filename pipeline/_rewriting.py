@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from pathlib import Path
 from taso.errors import UsageError
 from taso.ir import Graph
 from taso.opspecs import spec_by_name
+from taso.pipeline.budget import Budget
 from taso.report import StopReason
 from taso.search import CostModel, Rewrite, SearchProgress, search
 from taso.search.sweep import Judge, SweepStep, sweep
@@ -119,14 +119,6 @@ def make_expand(
     return expand
 
 
-SWEEP_SHARE = 0.9
-"""At most this share of the budget goes to rule sweeps; the backtracking search gets the
-rest (and all of it once no sweep is faster). Every measured gain in the benchmark suite
-came from a sweep, and a sweep's judgement takes 2-3 s on a 40 ms model: at 0.6 of a
-10 s call, ResNeXt-50's regrouping sweep did not get its turn (at 0.8, on a machine where
-it gains only 4%, it still missed it at times)."""
-
-
 @dataclass(frozen=True)
 class Sweeping:
     """What the sweep phase needs: a whole-model judge and a cheap prior to order sweeps."""
@@ -147,28 +139,28 @@ def run_search(
     rules: Sequence[Rule],
     cost_model: CostModel,
     alpha: float,
-    time_budget_s: float,
+    budget: Budget,
     progress: Callable[[SearchProgress], None] | None = None,
     priority: Priority | None = None,
     sweeping: Sweeping | None = None,
 ) -> SearchOutcome:
     """Rule sweeps judged end to end (with `sweeping`), then the backtracking search.
 
-    The backtracking search starts from the swept graph with the rest of the budget. Its
-    result replaces the swept graph only if the judge finds it faster too, so that moves
-    priced by regions alone never undo what the whole-model measurements established.
+    The sweeps get `budget.sweeps()`; the backtracking search starts from the swept graph
+    with what is left, less the final judgement's reserve. Its result replaces the swept
+    graph only if the judge finds it faster too, so that moves priced by regions alone
+    never undo what the whole-model measurements established.
     """
-    if time_budget_s == 0:
+    if budget.seconds == 0:
         return SearchOutcome(graph, {}, StopReason.NO_SEARCH)
     if not rules:
         return SearchOutcome(graph, {}, StopReason.NO_RULES)
-    started = time.perf_counter()
     expand = make_expand(rules, priority=priority)
     start, swept, steps, speedup, reserve = graph, Counter[str](), (), 1.0, 0.0
     if sweeping is not None:
         by_id = {rule.id: rule for rule in rules}
         phase = sweep(
-            graph, expand, sweeping.judge, prior=sweeping.prior, time_budget_s=SWEEP_SHARE * time_budget_s,
+            graph, expand, sweeping.judge, prior=sweeping.prior, time_budget_s=budget.sweeps().seconds,
             expand_rule=lambda rule_id: make_expand([by_id[rule_id]]), on_step=sweeping.on_step,
             screen=sweeping.screen, min_predicted=sweeping.min_predicted,
         )
@@ -176,12 +168,12 @@ def run_search(
         reserve = phase.judge_s if swept else 0.0  # for judging the search's result at the end
         for step in steps:
             speedup *= step.speedup if step.accepted else 1.0
-    left = max(0.0, time_budget_s - reserve - (time.perf_counter() - started))
-    if left <= 0:  # the sweeps spent the budget
+    backtracking = budget.cut(budget.left() - reserve)
+    if backtracking.seconds <= 0:  # the sweeps spent the budget
         return _outcome(start, swept, StopReason.TIME_BUDGET, steps, graph, sweeping)
-    result = search(start, expand, cost_model, alpha=alpha, time_budget_s=left, progress=progress)
+    result = search(start, expand, cost_model, alpha=alpha, time_budget_s=backtracking.seconds, progress=progress)
     best, searched = result.graph, result.applied
-    if sweeping is not None and swept and searched and not sweeping.judge(start, best, started + time_budget_s).faster:
+    if sweeping is not None and swept and searched and not sweeping.judge(start, best, budget.deadline).faster:
         best, searched = start, Counter[str]()
     applied = swept + searched
     initial = None if result.initial_cost is None else result.initial_cost * speedup

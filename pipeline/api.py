@@ -44,6 +44,7 @@ from taso.pipeline._bodies import body_node_count, optimize_bodies
 from taso.pipeline._decide import MIN_SPEEDUP, Duel, MeasuredJudge, decide_seconds
 from taso.pipeline._export import export
 from taso.pipeline._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, run_search
+from taso.pipeline.budget import Budget
 from taso.report import CheckStatus, Decision, Latency, Report, StopReason, SweepRecord
 from taso.search import CostModel, SearchProgress
 from taso.search.guarded import GuardedCost, describe, guarded_judge
@@ -101,8 +102,8 @@ def optimize_onnx(
     `report_path`, if given, receives the report as JSON, written after the model.
     No path written (output, its `.data` file, the report) may be a file the input references.
     """
-    started = time.perf_counter()
     _validate_options(backend=backend, time_budget_s=time_budget_s, alpha=alpha)
+    budget = Budget.of(time_budget_s)
     profile = _profile(shapes)
     phases = _Phases()
     say = progress or (lambda _msg: None)
@@ -117,7 +118,7 @@ def optimize_onnx(
         return _optimize(
             model, output, backend=backend, time_budget_s=time_budget_s, alpha=alpha, check=check, rules=rules,
             profile=profile, say=say, note=note, notes=notes, base_dir=base_dir, report_path=report_path,
-            phases=phases, started=started,
+            phases=phases, budget=budget,
         )
 
 
@@ -144,7 +145,7 @@ def _optimize(
     model: str | os.PathLike[str] | onnx.ModelProto, output: str | os.PathLike[str] | None, *, backend: str,
     time_budget_s: float, alpha: float, check: bool, rules: RulesArg, profile: ShapeProfile | None,
     say: Callable[[str], None], note: Callable[[str], None], notes: list[str], base_dir: str | os.PathLike[str] | None,
-    report_path: str | os.PathLike[str] | None, phases: _Phases, started: float,
+    report_path: str | os.PathLike[str] | None, phases: _Phases, budget: Budget,
 ) -> OptimizeResult:
     with phases.time("load"):
         loaded = load_model(model, base_dir=base_dir)
@@ -157,14 +158,14 @@ def _optimize(
         # the check's expected outputs; the sweep judge's timing (no sweeps for external weights)
         with phases.time("check"):
             reference = run_reference(_source(loaded), profile=profile)
-    search_s = _search_seconds(time_budget_s, time.perf_counter() - started, reference if check else None, say)
-    if check and reference is not None and reference.error is not None and search_s > 0:
+    search_budget = _search_budget(budget, reference if check else None, say)
+    if check and reference is not None and reference.error is not None and search_budget.seconds > 0:
         note(f"ONNX Runtime cannot run the original model, so no rewrite could be checked and none was searched "
              f"for: {reference.error}")
-        search_s = 0.0
+        search_budget = search_budget.cut(0.0)
     with phases.time("search"):
         outcome = _search(
-            _canonicalize(graph), time_budget_s=search_s, alpha=alpha, rules=rules, backend=backend,
+            _canonicalize(graph), budget=search_budget, alpha=alpha, rules=rules, backend=backend,
             profile=profile, say=say, reference=reference, note=note,
         )
         outcome = _legalize(outcome)
@@ -173,7 +174,7 @@ def _optimize(
         candidate, outcome = _exported(outcome, original, note)
     result = _check_and_choose(
         loaded, graph, original, candidate, outcome, reference, check=check, profile=profile, phases=phases, say=say, notes=notes,
-        measured_costs=backend != "analytical", deadline=started + time_budget_s * (1 + DECISION_SLACK),
+        measured_costs=backend != "analytical", deadline=budget.decision_deadline(),
     )
     if out_path is not None:
         with phases.time("write"):
@@ -210,33 +211,17 @@ def _output_paths(
     return out, check_output_path(report, input_path=loaded.path, protected=taken, what="report")
 
 
-DECISION_SLACK = 0.1
-"""The measured decision may extend its rounds up to this share of the budget past it.
-Its two rounds are reserved in the budget, their extensions are not: at the end of a
-call the search had spent, a round one order-balanced block short of significance
-(ResNeXt-50's regrouping at 1.125x, YOLOv8n's un-merging at 1.06x: 6 of 7 blocks won)
-could not be extended, and a real gain was thrown away."""
-
-MIN_SEARCH_SHARE = 0.3
-"""The search's least share of the budget, when checking and measuring would need it all."""
-
-
-def _search_seconds(
-    budget_s: float, elapsed_s: float, reference: ReferenceRun | None, say: Callable[[str], None]
-) -> float:
-    """What the budget leaves the search after loading (done) and checking and measuring
-    a candidate (expected, from the reference run's timing: ResNet-50 ~3 s, BERT ~10 s)."""
-    if budget_s == 0:
-        return 0.0
+def _search_budget(budget: Budget, reference: ReferenceRun | None, say: Callable[[str], None]) -> Budget:
+    """The search's share: what the call leaves after loading (done) and checking and
+    measuring a candidate (expected, from the reference run's timing: ResNet-50 ~3 s, BERT ~10 s)."""
     timing = None if reference is None else reference.timing
     # the candidate's export and check run (a session's load stands in for the export), then the decision
     after_s = 0.0 if timing is None else timing.session_s + timing.run_ms / 1000 + decide_seconds(timing)
-    search_s = budget_s - elapsed_s - after_s
-    if search_s < MIN_SEARCH_SHARE * budget_s:
-        search_s = MIN_SEARCH_SHARE * budget_s
-        say(f"loading, checking and measuring this model take about {elapsed_s + after_s:.0f} s of the "
-            f"{budget_s:g} s budget; the search gets {search_s:.1f} s")
-    return search_s
+    share = budget.search(after_s)
+    if budget.search_is_floored(after_s):
+        say(f"loading, checking and measuring this model take about {budget.elapsed() + after_s:.0f} s of the "
+            f"{budget.seconds:g} s budget; the search gets {share.seconds:.1f} s")
+    return share
 
 
 def _exported(
@@ -255,7 +240,7 @@ def _exported(
 
 
 def _search(
-    graph: Graph, *, time_budget_s: float, alpha: float, rules: RulesArg, backend: str,
+    graph: Graph, *, budget: Budget, alpha: float, rules: RulesArg, backend: str,
     profile: ShapeProfile | None, say: Callable[[str], None], reference: ReferenceRun | None,
     note: Callable[[str], None],
 ) -> SearchOutcome:
@@ -264,14 +249,14 @@ def _search(
     A failure inside the search (a cost model, a judge, a sweep, a rule) never aborts the
     call: the graph searched so far is kept, or the input's, with a note saying why.
     """
-    if time_budget_s == 0:
+    if budget.seconds == 0:
         return SearchOutcome(graph, {}, StopReason.NO_SEARCH)
     chosen = resolve_rules(rules)
     if not chosen:
         return SearchOutcome(graph, {}, StopReason.NO_RULES)
-    say(f"searching with {len(chosen)} proved rules for up to {time_budget_s:.1f} s")
+    say(f"searching with {len(chosen)} proved rules for up to {budget.seconds:.1f} s")
     try:
-        return _search_all(graph, chosen, time_budget_s=time_budget_s, alpha=alpha, backend=backend,
+        return _search_all(graph, chosen, budget=budget, alpha=alpha, backend=backend,
                            profile=profile, say=say, reference=reference, note=note)
     except Exception as error:  # noqa: BLE001
         note(f"the search failed and was abandoned ({describe(error)}); the original is returned")
@@ -279,29 +264,25 @@ def _search(
 
 
 def _search_all(
-    graph: Graph, chosen: tuple[Rule, ...], *, time_budget_s: float, alpha: float, backend: str,
+    graph: Graph, chosen: tuple[Rule, ...], *, budget: Budget, alpha: float, backend: str,
     profile: ShapeProfile | None, say: Callable[[str], None], reference: ReferenceRun | None,
     note: Callable[[str], None],
 ) -> SearchOutcome:
-    started = time.perf_counter()
     cost_model = _cost_model(graph, backend, profile, reference, note)
     sweeping = _sweeping(graph, backend=backend, profile=profile, say=say, reference=reference, note=note)
     in_bodies = body_node_count(graph)
-    main_share = time_budget_s * len(graph.nodes) / max(len(graph.nodes) + in_bodies, 1)
-    main_share = max(0.0, main_share - (time.perf_counter() - started))
     outcome = run_search(
-        graph, rules=chosen, cost_model=cost_model, alpha=alpha, time_budget_s=main_share, progress=_throttled(say),
-        sweeping=sweeping,
+        graph, rules=chosen, cost_model=cost_model, alpha=alpha, budget=budget.by_nodes(len(graph.nodes), len(graph.nodes) + in_bodies),
+        progress=_throttled(say), sweeping=sweeping,
     )
     if not in_bodies:
         return outcome
 
-    def search_body(body: Graph, budget_s: float) -> tuple[Graph, dict[str, int]]:
-        found = run_search(body, rules=chosen, cost_model=cost_model, alpha=alpha, time_budget_s=budget_s)
+    def search_body(body: Graph, share: Budget) -> tuple[Graph, dict[str, int]]:
+        found = run_search(body, rules=chosen, cost_model=cost_model, alpha=alpha, budget=share)
         return found.graph, found.applied
 
-    left = max(0.0, time_budget_s - (time.perf_counter() - started))
-    bodies = optimize_bodies(outcome.graph, search_body, budget_s=left)
+    bodies = optimize_bodies(outcome.graph, search_body, budget=budget)
     applied = Counter(outcome.applied) + Counter(bodies.applied)
     for reason in bodies.skipped:
         note(f"subgraph left unoptimized: {reason}")

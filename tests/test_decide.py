@@ -85,16 +85,26 @@ def test_the_search_gets_what_checking_and_measuring_leave() -> None:
     from taso.backends._session import RunTiming
     from taso.backends.compare import ReferenceRun
     from taso.pipeline._decide import decide_seconds
-    from taso.pipeline.api import MIN_SEARCH_SHARE, _search_seconds
+    from taso.pipeline.api import _search_budget
+    from taso.pipeline.budget import MIN_SEARCH_SHARE, Budget
+
+    clock = [100.0]
+
+    def budget_spent(total_s: float, elapsed_s: float) -> Budget:
+        clock[0] = 100.0
+        budget = Budget.of(total_s, lambda: clock[0])
+        clock[0] += elapsed_s
+        return budget
 
     timed = ReferenceRun(timing=RunTiming(session_s=0.5, run_ms=50.0))
     after = 0.5 + 0.05 + decide_seconds(RunTiming(0.5, 50.0))
     said: list[str] = []
-    assert abs(_search_seconds(10.0, 1.0, timed, said.append) - (9.0 - after)) < 1e-9 and not said
-    assert _search_seconds(10.0, 1.0, None, said.append) == 9.0  # no check: nothing to leave for it
+    assert abs(_search_budget(budget_spent(10.0, 1.0), timed, said.append).seconds - (9.0 - after)) < 1e-9
+    assert not said
+    assert _search_budget(budget_spent(10.0, 1.0), None, said.append).seconds == 9.0  # no check: nothing to leave
     slow = ReferenceRun(timing=RunTiming(session_s=2.0, run_ms=300.0))
-    assert _search_seconds(10.0, 1.0, slow, said.append) == MIN_SEARCH_SHARE * 10.0 and said
-    assert _search_seconds(0.0, 1.0, timed, said.append) == 0.0
+    assert _search_budget(budget_spent(10.0, 1.0), slow, said.append).seconds == MIN_SEARCH_SHARE * 10.0 and said
+    assert _search_budget(budget_spent(0.0, 1.0), timed, said.append).seconds == 0.0
 
 
 class _SlowlyConvincingPairs(_ScriptedPairs):

@@ -33,7 +33,6 @@ from taso import _model_io
 from taso.substitutions.rule import RuleLibrary, dump_rules
 from tests.test_fuzz_rules import FIXTURE_RULES
 
-BUDGET_SLACK_S = 0.5
 """The constant in "search time <= 1.1 x budget + constant": one expand step, process noise."""
 
 
@@ -174,8 +173,7 @@ def test_search_phase_respects_the_time_budget(tmp_path: Path, backend: str, bud
                                 rules=FIXTURE_RULES)
     # on ort-cpu the measured rule sweeps may merge every branch first, leaving a search that ends early
     stops = {taso.StopReason.TIME_BUDGET} | ({taso.StopReason.EXHAUSTED} if backend == "ort-cpu" else set())
-    assert result.report.stop_reason in stops
-    assert result.report.phase_seconds["search"] <= 1.1 * budget + BUDGET_SLACK_S
+    assert result.report.stop_reason in stops  # how long it may take: tests/test_budget.py, on a fake clock
 
 
 # ----- concurrency -------------------------------------------------------------------------------

@@ -134,7 +134,6 @@ def test_bodies_are_checked_on_ort_by_optimize_itself(tmp_path) -> None:
     result = taso.optimize_onnx(source, tmp_path / "out.onnx", backend="analytical", time_budget_s=2.0,
                                 rules=FIXTURE_RULES, shapes="batch=3")
     assert result.report.check is taso.CheckStatus.PASSED
-    assert result.report.phase_seconds["search"] <= 1.1 * 2.0 + 0.5
 
 
 def test_no_budget_leaves_bodies_byte_identical() -> None:

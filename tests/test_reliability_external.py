@@ -23,6 +23,7 @@ from taso.backends.compare import runnable
 from taso.errors import InvalidModelError
 from taso.pipeline._export import export
 from taso.pipeline._rewriting import run_search
+from taso.pipeline.budget import Budget
 from tests.test_fuzz_rules import FIXTURE_RULES
 
 
@@ -48,7 +49,7 @@ def write_external_model(folder: Path) -> Path:
 def _candidate(path: Path) -> onnx.ModelProto:
     loaded = load_model(path)
     graph = import_model(loaded.model, base_dir=loaded.base_dir)
-    outcome = run_search(graph, rules=FIXTURE_RULES, cost_model=AnalyticalCostModel(), alpha=1.05, time_budget_s=2.0)
+    outcome = run_search(graph, rules=FIXTURE_RULES, cost_model=AnalyticalCostModel(), alpha=1.05, budget=Budget.of(2.0))
     assert outcome.applied
     return export(outcome.graph)
 
