@@ -39,7 +39,7 @@ import taso.pipeline.cli
 from benchmarks._fuzz_mutations import MUTATIONS, Applied, Hostile
 from benchmarks.corpus import cached_entries, default_cache_dir
 from benchmarks.models import MODELS, Size
-from tests import models as fixtures
+from tests.helpers import models as fixtures
 
 _EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

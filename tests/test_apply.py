@@ -12,7 +12,9 @@ from taso.opspecs import spec_by_name
 from taso.search import structural_defects
 from taso.substitutions._bridge import emit_nodes
 from taso.substitutions.matching import apply, find_matches
-from tests.test_matcher_rules import (
+from tests.helpers.graphs import make_graph, weight
+from tests.helpers.ort import assert_same_outputs
+from tests.helpers.rules import (
     CONV_MERGE,
     CONV_MUL,
     CONV_RELU,
@@ -20,9 +22,6 @@ from tests.test_matcher_rules import (
     MUL_MUL,
     RELU_MERGE,
     RELU_RELU,
-    assert_same_outputs,
-    make_graph,
-    weight,
 )
 
 

@@ -12,7 +12,9 @@ from onnx import numpy_helper as nh
 
 from taso.ir import Graph
 from taso.substitutions.matching import apply, find_matches
-from tests.test_matcher_rules import IDENTITY, MUL_MUL, RELU_RELU, assert_same_outputs, make_graph
+from tests.helpers.graphs import make_graph
+from tests.helpers.ort import assert_same_outputs
+from tests.helpers.rules import IDENTITY, MUL_MUL, RELU_RELU
 
 RULES = (RELU_RELU, IDENTITY, MUL_MUL)
 UNARY = ("Relu", "Sigmoid", "Tanh", "Identity")

@@ -117,3 +117,13 @@ def test_the_cycle_finder_finds_cycles() -> None:
 def test_every_folder_is_mapped_and_layered() -> None:
     folders = {f.split("/")[0] for f in _folders().values()}
     assert folders == set(LAYERS)
+
+
+def test_test_modules_import_no_other_test_module() -> None:
+    """Shared rules, builders and oracles live in tests/helpers/, never in a test_*.py file."""
+    files = sorted((ROOT / "tests").rglob("*.py"))  # the helpers too: they must not reach back
+    wrong = [
+        (path.relative_to(ROOT).as_posix(), name) for path in files for name in _imported_names(path)
+        if name.startswith("tests.") and name.rsplit(".", 1)[-1].startswith("test_")
+    ]
+    assert not wrong, wrong

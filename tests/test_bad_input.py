@@ -16,7 +16,7 @@ from onnx import helper as h
 
 import taso
 from taso.pipeline.cli import main
-from tests import models
+from tests.helpers import models
 
 
 def _save(model: onnx.ModelProto, path: Path) -> Path:

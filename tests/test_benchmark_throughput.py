@@ -7,7 +7,7 @@ from pathlib import Path
 import onnx
 
 from benchmarks.throughput import Throughput, measure, to_markdown
-from tests import models
+from tests.helpers import models
 
 
 def test_flops_are_counted_from_the_graph(tmp_path: Path) -> None:

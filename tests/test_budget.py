@@ -88,8 +88,8 @@ def test_the_search_stops_within_its_share_on_a_fake_clock(monkeypatch: pytest.M
     from taso.pipeline._rewriting import run_search
     from taso.report import StopReason
     from taso.search import FunctionCost
-    from tests.test_fuzz_rules import FIXTURE_RULES
-    from tests.test_reliability import wide_model
+    from tests.helpers.models import wide_model
+    from tests.helpers.rules import FIXTURE_RULES
 
     clock = SteppingClock()
     monkeypatch.setattr("taso.search.backtracking.time", clock)

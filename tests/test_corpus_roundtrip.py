@@ -175,7 +175,7 @@ def test_packaged_model_corpus_roundtrips_exactly() -> None:
 
 def test_harness_catches_a_lossy_export(monkeypatch: pytest.MonkeyPatch) -> None:
     """A test that cannot fail is a defect: an exporter that drops an attribute must be caught."""
-    from tests import models
+    from tests.helpers import models
 
     model = models.conv_net()
     inputs = {"x": np.ones((1, 3, 16, 16), dtype=np.float32)}

@@ -18,7 +18,7 @@ import pytest
 import taso
 from taso.backends import cost_cache
 from taso.backends.cost_cache import CACHE_DIR_ENV, DATABASE_NAME, CostCache, CostKey
-from tests.models import conv_net
+from tests.helpers.models import conv_net
 
 KEY = CostKey("ort-cpu", "dev", "1.0", "sig")
 GARBAGE = b"this is not a sqlite database\n" * 200

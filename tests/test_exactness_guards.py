@@ -25,7 +25,8 @@ from taso.opspecs import Exactness
 from taso.pipeline._rewriting import default_rules
 from taso.substitutions.matching import find_matches
 from taso.substitutions.rule import Rule
-from tests.test_matcher_rules import ANY, make_graph, node, rule
+from tests.helpers.graphs import make_graph
+from tests.helpers.rules import ANY, node, rule
 
 RULES = {r.id: r for r in default_rules()}
 F32_TINY = float(np.finfo(np.float32).tiny)  # the smallest normal float32

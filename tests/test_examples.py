@@ -15,8 +15,8 @@ import onnx
 import pytest
 
 import taso
-from tests import models
-from tests.test_optimize import relu_is_identity
+from tests.helpers import models
+from tests.helpers.rules import relu_is_identity
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "examples"

@@ -14,7 +14,7 @@ from taso.errors import VerificationError
 from taso.ir import INTERNAL_DOMAIN, Node
 from taso.opspecs import evaluate_op
 from taso.pipeline._export import export
-from tests import models
+from tests.helpers import models
 
 
 def _scaled_conv_graph():

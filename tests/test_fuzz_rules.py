@@ -1,105 +1,21 @@
-"""The rules the fuzzer searches with: the shipped library when present, plus fixture rules.
+"""The fuzzer's fixture rules (tests/helpers/rules.py) are right.
 
-Fixture rules are hand-written identities, marked PROVED for the tests only (the shipped
-library is generated and proved by `taso-gen`). Each is a TASO-style rewrite that matches
-the shapes `tests.strategies` generates: merges of parallel branches that share an input,
-weight folding, layout cancellation, reassociation. The tests here check that each one is
-well formed and computes the same outputs as its source on a witness model, so that a
-fuzz failure points at the engine, not at a wrong fixture.
+Each fixture rule is marked PROVED for the tests only, so the tests here check that each
+one is well formed and computes the same outputs as its source on a witness model: a fuzz
+failure then points at the engine, not at a wrong fixture.
 """
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import numpy as np
 import pytest
 from onnx import helper as h
 
-from taso.opspecs import Exactness
-from taso.pipeline._rewriting import default_rules
 from taso.substitutions.matching import apply, find_matches
-from taso.substitutions.rule import ParamExpr, ParamVar, Proof, ProofStatus, Rule
-from tests.test_matcher_rules import (
-    ADD_RELU_PAIR,
-    ANY,
-    BATCH_ONE,
-    CONST,
-    CONV_MERGE,
-    CONV_MUL,
-    IDENTITY,
-    MUL_MUL,
-    RELU_MERGE,
-    RELU_RELU,
-    assert_same_outputs,
-    make_graph,
-    node,
-    rule,
-    weight,
-)
-
-FIXTURE_PROOF = Proof(ProofStatus.PROVED, "test fixture")
-CONV = {"strides": ParamVar("s"), "pads": ParamVar("p"), "dilations": ParamVar("d")}
-
-CONV_ADD = rule(
-    "fuzz_conv_add", "Conv(x, w1) + Conv(x, w2) = Conv(x, w1 + w2)",
-    [("x", ANY), ("w1", CONST), ("w2", CONST)],
-    [node("n0", "Conv", "x", "w1", **CONV), node("n1", "Conv", "x", "w2", **CONV), node("n2", "Add", "n0", "n1")],
-    [node("t0", "Add", "w1", "w2"), node("t1", "Conv", "x", "t0", **CONV)],
-    [("n2", "t1")],
-    ["shape('w1') == shape('w2')"],
-)
-
-MATMUL_MERGE = rule(
-    "fuzz_matmul_merge", "(x @ w1, x @ w2) = Split(x @ Concat(w1, w2, axis=1), axis=-1)",
-    [("x", ANY), ("w1", CONST), ("w2", CONST)],
-    [node("n0", "MatMul", "x", "w1"), node("n1", "MatMul", "x", "w2")],
-    [
-        node("t0", "Concat", "w1", "w2", axis=1),
-        node("t1", "MatMul", "x", "t0"),
-        node("t2", "Split", "t1", axis=-1, split=ParamExpr("(shape('w1')[1], shape('w2')[1])")),
-    ],
-    [("n0", "t2:0"), ("n1", "t2:1")],
-    ["rank('w1') == 2", "rank('w2') == 2", "rank('x') >= 2", "shape('w1')[0] == shape('w2')[0]"],
-)
-
-TRANSPOSE_TRANSPOSE = rule(
-    "fuzz_transpose_transpose", "Transpose(Transpose(x, p), q) = Transpose(x, p∘q)",
-    [("x", ANY)],
-    [node("n0", "Transpose", "x", perm=ParamVar("p")), node("n1", "Transpose", "n0", perm=ParamVar("q"))],
-    [node("t0", "Transpose", "x", perm=ParamExpr("tuple(p[i] for i in q)"))],
-    [("n1", "t0")],
-)
-
-CONCAT_RELU = rule(
-    "fuzz_concat_relu", "Concat(Relu(a), Relu(b)) = Relu(Concat(a, b))",
-    [("a", ANY), ("b", ANY)],
-    [node("n0", "Relu", "a"), node("n1", "Relu", "b"), node("n2", "Concat", "n0", "n1", axis=ParamVar("k"))],
-    [node("t0", "Concat", "a", "b", axis=ParamVar("k")), node("t1", "Relu", "t0")],
-    [("n2", "t1")],
-)
-
-ADD_ADD = replace(rule(
-    "fuzz_add_add", "(x + a) + b = x + (a + b)  (a, b constants)",
-    [("x", ANY), ("a", CONST), ("b", CONST)],
-    [node("n0", "Add", "x", "a"), node("n1", "Add", "n0", "b")],
-    [node("t0", "Add", "a", "b"), node("t1", "Add", "x", "t0")],
-    [("n1", "t1")],
-), exactness=Exactness.REASSOCIATES)
-
-FIXTURE_RULES: tuple[Rule, ...] = tuple(
-    replace(r, proof=FIXTURE_PROOF)
-    for r in (RELU_RELU, IDENTITY, MUL_MUL, CONV_MUL, CONV_MERGE, RELU_MERGE, ADD_RELU_PAIR, BATCH_ONE,
-              CONV_ADD, MATMUL_MERGE, TRANSPOSE_TRANSPOSE, CONCAT_RELU, ADD_ADD)
-)
-
-
-def fuzz_rules() -> tuple[Rule, ...]:
-    """The shipped library (when generated) followed by the fixture rules."""
-    return default_rules() + FIXTURE_RULES
-
-
-# ----- the fixtures are right ----------------------------------------------------------------------
+from taso.substitutions.rule import ProofStatus
+from tests.helpers.graphs import make_graph, weight
+from tests.helpers.ort import assert_same_outputs
+from tests.helpers.rules import FIXTURE_RULES, fuzz_rules
 
 
 def _witness_graphs():

@@ -16,7 +16,7 @@ from taso.substitutions.generate._axiom_rules import rules_from_axiom
 from taso.substitutions.generate._converter_rules import converter_rules
 from taso.substitutions.matching import apply, find_matches
 from taso.substitutions.rule import load_rules, rule_to_json
-from tests.test_rule_library import LIBRARY
+from tests.helpers.rules import LIBRARY
 
 
 @cache

@@ -21,7 +21,7 @@ from taso.backends.graph_cost import (
 from taso.backends.inputs import make_inputs
 from taso.ir import INTERNAL_DOMAIN
 from taso.search import Rewrite
-from tests.models import conv_net
+from tests.helpers.models import conv_net
 
 FAST = Timing(target_s=0.01, min_repeats=5, max_repeats=50, warmup=1)
 
@@ -139,7 +139,7 @@ def _node_cost(graph, op_type: str, folds: Folds = Folds.ORT) -> float:
 def test_analytical_model_prices_what_ort_folds_into_a_conv_as_free() -> None:
     from onnx import helper as h
 
-    from tests.test_matcher_rules import make_graph, weight
+    from tests.helpers.graphs import make_graph, weight
 
     def net(first: str, *, second_reader: bool = False):  # noqa: ANN202
         nodes = [h.make_node(first, ["x", "w"] if first == "Conv" else ["x"], ["c"]),
@@ -170,11 +170,11 @@ def test_analytical_model_with_ort_folds_is_exactly_incremental() -> None:
 def test_analytical_model_prices_narrow_groups_below_peak() -> None:
     from taso.substitutions.generate._axiom_families import regroup_rule
     from taso.substitutions.matching import apply, find_matches
-    from tests.test_regroup import _grouped_net
+    from tests.helpers.graphs import grouped_net
 
     for channels, group, width, cheaper in ((4, 8, 16, True), (16, 4, 32, False)):
         model = AnalyticalCostModel()  # one per graph family: it infers shapes once
-        graph = _grouped_net(channels, group, size=64)  # compute-bound
+        graph = grouped_net(channels, group, size=64)  # compute-bound
         rule = regroup_rule(width, depthwise=False)
         wide = apply(graph, rule, find_matches(graph, rule)[0])
         # 4 -> 16 wide: 4x the FLOPs, but in full NCHWc blocks; 16 -> 32: just 2x the FLOPs

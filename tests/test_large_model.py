@@ -61,7 +61,7 @@ import json, resource, sys, time
 import taso
 rules = None
 if sys.argv[4] != "0":
-    from tests.test_fuzz_rules import FIXTURE_RULES as rules
+    from tests.helpers.rules import FIXTURE_RULES as rules
 start = time.perf_counter()
 result = taso.optimize_onnx(sys.argv[1], sys.argv[2], time_budget_s=float(sys.argv[4]), check=sys.argv[3] == "check",
                             backend="analytical", rules=rules)

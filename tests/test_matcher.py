@@ -12,8 +12,9 @@ from onnx import numpy_helper as nh
 
 from taso._onnx_import import import_model
 from taso.substitutions.matching import Match, find_matches, is_constant, node_view
-from tests import models
-from tests.test_matcher_rules import (
+from tests.helpers import models
+from tests.helpers.graphs import make_graph, weight
+from tests.helpers.rules import (
     ADD_RELU_PAIR,
     BATCH_NOT_TWO,
     BATCH_ONE,
@@ -22,8 +23,6 @@ from tests.test_matcher_rules import (
     CONV_RELU,
     RELU_MERGE,
     RELU_RELU,
-    make_graph,
-    weight,
 )
 
 

@@ -33,7 +33,7 @@ from taso.backends.graph_cost import AnalyticalCostModel
 from taso.backends.kernel_cost import KernelCostModel
 from taso.ir import Graph, TensorType
 from taso.pipeline._bodies import import_body
-from tests.test_fuzz_equivalence import run_on_ort
+from tests.helpers.ort import run_on_ort
 
 F = TensorProto.FLOAT
 SYMBOLIC_ROW = ["batch", 4]

@@ -18,9 +18,8 @@ from taso.substitutions.rule import (
     Rule,
     TensorRole,
 )
-from tests import models
-
-PROVED = Proof(ProofStatus.PROVED, "test fixture", "", 0.0)
+from tests.helpers import models
+from tests.helpers.rules import relu_is_identity
 
 
 def conv_mul_fold(status: ProofStatus = ProofStatus.PROVED) -> Rule:
@@ -36,15 +35,6 @@ def conv_mul_fold(status: ProofStatus = ProofStatus.PROVED) -> Rule:
         )),
         (("b", "d"),), ("shape('c') == (1, shape('w')[0], 1, 1)",),
         proof=Proof(status, "test fixture", "", 0.0),
-    ).validate()
-
-
-def relu_is_identity() -> Rule:
-    """A deliberately wrong rule, marked proved, to show the numeric check catches it."""
-    return Rule(
-        "wrong", "Relu(x) = x", (PatternInput("x"),),
-        Pattern((PatternNode("a", "Relu", ("x",)),)), Pattern(()),
-        (("a", "x"),), proof=PROVED,
     ).validate()
 
 

@@ -10,7 +10,7 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 from taso._proto_size import model_byte_bound, tensor_byte_bound
-from tests import models
+from tests.helpers import models
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.int8, np.bool_, np.float64])

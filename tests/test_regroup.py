@@ -6,7 +6,6 @@ import dataclasses
 
 import numpy as np
 import pytest
-from onnx import helper as h
 
 from taso.opspecs import spec_by_name
 from taso.substitutions.generate._axiom_families import regroup_rule, regroup_rules
@@ -21,7 +20,8 @@ from taso.substitutions.rule import (
     dump_rules,
     load_rules,
 )
-from tests.test_matcher_rules import assert_same_outputs, make_graph, weight
+from tests.helpers.graphs import grouped_net
+from tests.helpers.ort import assert_same_outputs
 
 
 def _conv(x: np.ndarray, w: np.ndarray, group: int, **params: object) -> np.ndarray:
@@ -70,22 +70,9 @@ def test_a_wrong_regroup_rule_is_refuted() -> None:
     assert verify_rule(_with_target_group(rule, "group // 2")).status is ProofStatus.REFUTED
 
 
-def _grouped_net(channels: int, group: int, *, depthwise_too: bool = False, size: int = 8):  # noqa: ANN202
-    """Conv(1x1) -> grouped 3x3 Conv -> Relu (-> depthwise 3x3 Conv)."""
-    width = channels * group
-    nodes = [h.make_node("Conv", ["x", "w0"], ["a"]),
-             h.make_node("Conv", ["a", "w1"], ["b"], group=group, pads=[1, 1, 1, 1], strides=[2, 2]),
-             h.make_node("Relu", ["b"], ["y"])]
-    inits = [weight("w0", (width, 3, 1, 1), 1), weight("w1", (width, channels, 3, 3), 2)]
-    if depthwise_too:
-        nodes.append(h.make_node("Conv", ["y", "w2"], ["z"], group=width, pads=[1, 1, 1, 1]))
-        inits.append(weight("w2", (width, 1, 3, 3), 3))
-    return make_graph(nodes, {"x": [1, 3, size, size]}, ["z" if depthwise_too else "y"], inits)
-
-
 @pytest.mark.parametrize(("channels", "group", "width"), [(4, 8, 16), (8, 4, 16), (4, 16, 32), (16, 4, 32)])
 def test_narrow_groups_are_widened_and_compute_the_same(channels: int, group: int, width: int) -> None:
-    graph = _grouped_net(channels, group)
+    graph = grouped_net(channels, group)
     rule = regroup_rule(width, depthwise=False)
     (match,) = find_matches(graph, rule)
     result = apply(graph, rule, match)
@@ -97,9 +84,9 @@ def test_narrow_groups_are_widened_and_compute_the_same(channels: int, group: in
 
 def test_regroup_rules_match_only_what_they_can_widen() -> None:
     to16, dw16 = regroup_rule(16, depthwise=False), regroup_rule(16, depthwise=True)
-    assert not find_matches(_grouped_net(16, 4), to16)  # already 16 wide
-    assert not find_matches(_grouped_net(4, 2), to16)  # 2 groups cannot become 2/4
-    net = _grouped_net(4, 8, depthwise_too=True)
+    assert not find_matches(grouped_net(16, 4), to16)  # already 16 wide
+    assert not find_matches(grouped_net(4, 2), to16)  # 2 groups cannot become 2/4
+    net = grouped_net(4, 8, depthwise_too=True)
     assert len(find_matches(net, to16)) == 1 and len(find_matches(net, dw16)) == 1
     result = apply(net, dw16, find_matches(net, dw16)[0])
     assert result is not None

@@ -19,8 +19,8 @@ from onnx import numpy_helper as nh
 import taso
 from taso._onnx_import import import_model
 from taso.pipeline._bodies import body_node_count, captured_from, import_body
-from tests.test_fuzz_equivalence import run_on_ort
-from tests.test_fuzz_rules import FIXTURE_RULES, fuzz_rules
+from tests.helpers.ort import run_on_ort
+from tests.helpers.rules import FIXTURE_RULES, fuzz_rules
 
 F = TensorProto.FLOAT
 

@@ -24,7 +24,7 @@ from taso.errors import InvalidModelError
 from taso.pipeline._export import export
 from taso.pipeline._rewriting import run_search
 from taso.pipeline.budget import Budget
-from tests.test_fuzz_rules import FIXTURE_RULES
+from tests.helpers.rules import FIXTURE_RULES
 
 
 def write_external_model(folder: Path) -> Path:

@@ -28,7 +28,7 @@ from benchmarks._fuzz_example import (
 )
 from benchmarks._fuzz_mutations import MUTATIONS, Hostile
 from benchmarks.fuzz_reliability import GATING, FuzzOptions, count, fuzz, summary
-from tests import models
+from tests.helpers import models
 
 
 def _example(hostile: Hostile | None = None) -> Example:

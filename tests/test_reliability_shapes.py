@@ -16,10 +16,9 @@ import onnx
 import pytest
 
 import taso
-from tests.test_fuzz_equivalence import run_on_ort
-from tests.test_fuzz_rules import FIXTURE_RULES, fuzz_rules
-from tests.test_matcher_rules import BATCH_ONE
-from tests.test_reliability import scaled_chain_model
+from tests.helpers.models import scaled_chain_model
+from tests.helpers.ort import run_on_ort
+from tests.helpers.rules import BATCH_ONE, FIXTURE_RULES, fuzz_rules
 
 SYMBOLS_4D = ("batch", None, "height", "width")
 

@@ -12,7 +12,7 @@ from onnx import numpy_helper as nh
 from taso._model_io import load_model, save_model_atomic
 from taso._onnx_export import export_model
 from taso._onnx_import import import_model
-from tests import models
+from tests.helpers import models
 
 
 def roundtrip(model: onnx.ModelProto, base_dir: str = "") -> onnx.ModelProto:

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-import taso.substitutions as substitutions
 from taso.substitutions.generate._verify import verify_rule
 from taso.substitutions.rule import ProofStatus, RuleError, load_rules
-
-LIBRARY = Path(substitutions.__file__).parent / "library" / "rules.json"
+from tests.helpers.rules import LIBRARY
 
 
 def _library():

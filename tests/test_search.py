@@ -19,7 +19,7 @@ from taso.search import (
     structural_defects,
 )
 from taso.search.backtracking import STRICT_ENV
-from tests.search_toys import (
+from tests.helpers.search_toys import (
     Expander,
     OpWeights,
     add_identity,

@@ -8,7 +8,7 @@ import pytest
 from benchmarks.fidelity import main, make_candidates, spearman
 from taso._onnx_import import import_model
 from taso.backends.graph_cost import AnalyticalCostModel
-from tests.models import conv_net
+from tests.helpers.models import conv_net
 
 
 def test_spearman_ranks_with_ties() -> None:

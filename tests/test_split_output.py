@@ -12,7 +12,8 @@ from taso.substitutions.generate._verify import verify_rule
 from taso.substitutions.generate._witness import check_witness
 from taso.substitutions.matching import apply, find_matches
 from taso.substitutions.rule import Pattern, PatternNode, ProofStatus
-from tests.test_matcher_rules import assert_same_outputs, make_graph, weight
+from tests.helpers.graphs import make_graph, weight
+from tests.helpers.ort import assert_same_outputs
 
 
 def _activation(kind: str, value: str) -> tuple[list, str]:

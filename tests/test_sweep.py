@@ -10,7 +10,7 @@ from collections.abc import Callable
 from taso.ir import Graph
 from taso.report import StopReason
 from taso.search.sweep import Judgement, apply_all, sweep
-from tests.search_toys import Expander, OpWeights, chain, drop_identity, ops_of, swap
+from tests.helpers.search_toys import Expander, OpWeights, chain, drop_identity, ops_of, swap
 
 WEIGHTS = OpWeights({"A": 3.0, "B": 1.0, "C": 2.0, "D": 5.0, "Id": 0.5, "E": 1.0})
 
@@ -150,7 +150,7 @@ def test_sweeps_are_deterministic() -> None:
 
 def _conv_graph() -> Graph:
     from taso._onnx_import import import_model
-    from tests.models import conv_net
+    from tests.helpers.models import conv_net
 
     return import_model(conv_net())
 

@@ -16,8 +16,9 @@ from taso._onnx_import import import_model
 from taso.pipeline._export import export
 from taso.pipeline._rewriting import make_expand
 from taso.search.sweep import apply_all
-from tests.strategies import Recipe, build, feeds, recipes
-from tests.test_fuzz_equivalence import RULES, assert_same_on_ort, reachable_rules
+from tests.helpers.equivalence import RULES, reachable_rules
+from tests.helpers.ort import assert_same_on_ort
+from tests.helpers.strategies import Recipe, build, feeds, recipes
 
 CI_EXAMPLES = 100
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.strategies import Recipe, Step
-from tests.test_fuzz_equivalence import RULES, adversarial_variant, assert_optimized_equivalent
-from tests.test_fuzz_rules import FIXTURE_RULES
+from tests.helpers.equivalence import RULES, adversarial_variant, assert_optimized_equivalent
+from tests.helpers.rules import FIXTURE_RULES
+from tests.helpers.strategies import Recipe, Step, build
 
 _RELU = (("op", "Relu"), ("attrs", ()))
 _CONV = (("group", 1), ("cout", 4), ("k", 3), ("stride", 2), ("dilation", 1), ("pads", (0, 1, 1, 0)), ("bias", False))
@@ -85,7 +85,6 @@ def test_saved_case_stays_equivalent(name: str) -> None:
     recipe, rule_id = CASES[name]
     assert_optimized_equivalent(recipe)
     from taso._onnx_import import import_model
-    from tests.strategies import build
 
     assert rule_id in adversarial_variant(import_model(build(recipe)), FIXTURE_RULES, max_graphs=200).applied or \
         _matches(recipe, rule_id)
@@ -94,7 +93,6 @@ def test_saved_case_stays_equivalent(name: str) -> None:
 def _matches(recipe: Recipe, rule_id: str) -> bool:
     from taso._onnx_import import import_model
     from taso.substitutions.matching import find_matches
-    from tests.strategies import build
 
     rule = next(r for r in FIXTURE_RULES if r.id == rule_id)
     return bool(find_matches(import_model(build(recipe)), rule))
@@ -107,7 +105,6 @@ def test_saved_case_candidates_keep_the_structure(name: str, monkeypatch: pytest
     from taso._onnx_import import import_model
     from taso.search import structural_defects
     from taso.search.backtracking import STRICT_ENV
-    from tests.strategies import build
 
     monkeypatch.setenv(STRICT_ENV, "1")
     result = adversarial_variant(import_model(build(CASES[name][0])), RULES, max_graphs=200)

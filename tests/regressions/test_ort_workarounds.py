@@ -1,6 +1,6 @@
 """ORT bugs the fuzz oracle works around, each pinned by a minimal model.
 
-`tests.test_fuzz_equivalence.run_on_ort` disables the transformers listed in
+`tests.helpers.ort.run_on_ort` disables the transformers listed in
 `ORT_BROKEN_FUSIONS`. These tests show why (the bug reproduces on the model *before* taso
 touches it) and that the oracle then runs the model correctly. When an ORT upgrade fixes
 a bug, its `..._still_broken` test skips and says the workaround can go.
@@ -15,7 +15,7 @@ from onnx import TensorProto
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
-from tests.test_fuzz_equivalence import ORT_BROKEN_FUSIONS, loads_on_default_ort, run_on_ort
+from tests.helpers.ort import ORT_BROKEN_FUSIONS, loads_on_default_ort, run_on_ort
 
 
 def _conv_add_with_output_read_by_add() -> onnx.ModelProto:

@@ -1,4 +1,8 @@
-"""Small hand-built models the tests share: each exercises one thing the IR must keep.
+"""Small hand-built ONNX models the tests share.
+
+Most exercise one thing the IR must keep (metadata and doc strings, control flow with outer-
+scope reads, a custom domain, a model-local function); `wide_model` and `scaled_chain_model`
+give the search rewrites to find.
 
 Every builder checks its model with the full onnx checker, so a broken fixture fails where
 it is built instead of looking like a taso bug.
@@ -125,3 +129,34 @@ def function_model() -> onnx.ModelProto:
         [h.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])],
     )
     return _model(graph, opsets=[h.make_opsetid("", OPSET), h.make_opsetid("local", 1)], functions=[fn])
+
+
+def wide_model(branches: int = 6) -> onnx.ModelProto:
+    """`branches` parallel Conv->Relu on one input, summed: merge rules give a large search space."""
+    nodes, inits, outs = [], [], []
+    for k in range(branches):
+        weights = np.random.default_rng(k).standard_normal((8, 8, 3, 3)) * 0.1
+        inits.append(nh.from_array(weights.astype(np.float32), f"w{k}"))
+        nodes += [h.make_node("Conv", ["x", f"w{k}"], [f"c{k}"], pads=[1, 1, 1, 1]), h.make_node("Relu", [f"c{k}"], [f"r{k}"])]
+        outs.append(f"r{k}")
+    acc = outs[0]
+    for k, other in enumerate(outs[1:]):
+        nodes.append(h.make_node("Add", [acc, other], [f"s{k}"]))
+        acc = f"s{k}"
+    graph = h.make_graph(nodes, "wide", [h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+                         [h.make_tensor_value_info(acc, TensorProto.FLOAT, [1, 8, 16, 16])], inits)
+    return _model(graph)
+
+
+def scaled_chain_model() -> onnx.ModelProto:
+    """Conv -> per-channel Mul -> Mul -> Relu -> Relu: rewrites the analytical model takes."""
+    rng = np.random.default_rng(0)
+    inits = [nh.from_array((rng.standard_normal((4, 3, 3, 3)) * 0.2).astype(np.float32), "w"),
+             nh.from_array(rng.uniform(0.5, 1.5, (1, 4, 1, 1)).astype(np.float32), "s1"),
+             nh.from_array(rng.uniform(0.5, 1.5, (1, 4, 1, 1)).astype(np.float32), "s2")]
+    nodes = [h.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), h.make_node("Mul", ["c", "s1"], ["m1"]),
+             h.make_node("Mul", ["m1", "s2"], ["m2"]), h.make_node("Relu", ["m2"], ["r1"]),
+             h.make_node("Relu", ["r1"], ["y"])]
+    graph = h.make_graph(nodes, "chain", [h.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])],
+                         [h.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 8, 8])], inits)
+    return _model(graph)
