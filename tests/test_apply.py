@@ -37,6 +37,7 @@ def _ops(graph: Graph) -> list[tuple[str, str]]:
     return sorted((n.domain, n.op_type) for n in graph.nodes.values())
 
 
+@pytest.mark.ort
 def test_relu_relu_keeps_the_output_name_and_computes_the_same() -> None:
     nodes = [h.make_node("Relu", ["x"], ["a"]), h.make_node("Relu", ["a"], ["b"]), h.make_node("Sigmoid", ["b"], ["y"])]
     graph = make_graph(nodes, {"x": [2, 3]}, ["y"])
@@ -57,6 +58,7 @@ def test_apply_never_mutates_its_input() -> None:
     assert [n.proto.SerializeToString() for n in graph.nodes.values()] == protos
 
 
+@pytest.mark.ort
 def test_output_mapped_to_an_input_renames_consumers() -> None:
     nodes = [h.make_node("Relu", ["x"], ["a"]), h.make_node("Identity", ["a"], ["b"]),
              h.make_node("Relu", ["b"], ["y"], name="keep_name"), h.make_node("Tanh", ["b"], ["z"])]
@@ -69,6 +71,7 @@ def test_output_mapped_to_an_input_renames_consumers() -> None:
     assert_same_outputs(graph, result)
 
 
+@pytest.mark.ort
 def test_output_mapped_to_an_input_that_is_a_graph_output_gets_an_identity() -> None:
     nodes = [h.make_node("Relu", ["x"], ["a"]), h.make_node("Identity", ["a"], ["y"])]
     graph = make_graph(nodes, {"x": [2, 3]}, ["y"])
@@ -78,6 +81,7 @@ def test_output_mapped_to_an_input_that_is_a_graph_output_gets_an_identity() -> 
     assert_same_outputs(graph, result)
 
 
+@pytest.mark.ort
 def test_aliased_graph_output_also_read_by_a_node_keeps_its_producer() -> None:
     # the fuzz symptom's shape ("graph output v2, also read by an Add, has no producer"):
     # the output must stay produced (by an Identity) and its reader must still find it
@@ -103,6 +107,7 @@ def test_renaming_a_value_read_by_a_subgraph_is_refused() -> None:
     assert apply(graph, IDENTITY, match) is None
 
 
+@pytest.mark.ort
 def test_conv_mul_scales_the_weight_with_internal_nodes() -> None:
     nodes = [h.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), h.make_node("Mul", ["c", "s"], ["y"])]
     graph = make_graph(nodes, {"x": [1, 3, 8, 8]}, ["y"], [weight("w", (4, 3, 3, 3)), weight("s", (1, 4, 1, 1), 1)])
@@ -116,6 +121,7 @@ def test_conv_mul_scales_the_weight_with_internal_nodes() -> None:
     assert_same_outputs(graph, result)
 
 
+@pytest.mark.ort
 def test_chained_weight_transforms_replace_dead_ones() -> None:
     nodes = [h.make_node("Conv", ["x", "w"], ["c"]), h.make_node("Mul", ["c", "s"], ["m"]), h.make_node("Mul", ["m", "t"], ["y"])]
     inits = [weight("w", (4, 3, 1, 1)), weight("s", (1, 4, 1, 1), 1), weight("t", (1, 4, 1, 1), 2)]
@@ -127,6 +133,7 @@ def test_chained_weight_transforms_replace_dead_ones() -> None:
     assert_same_outputs(graph, twice)
 
 
+@pytest.mark.ort
 def test_two_output_merge_concatenates_weights_and_splits() -> None:
     nodes = [
         h.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
@@ -147,6 +154,7 @@ def test_two_output_merge_concatenates_weights_and_splits() -> None:
         assert_same_outputs(graph, result)
 
 
+@pytest.mark.ort
 def test_fused_activation_is_written_as_its_decomposition() -> None:
     nodes = [h.make_node("Conv", ["x", "w"], ["c"], strides=[2, 2]), h.make_node("Relu", ["c"], ["y"])]
     graph = make_graph(nodes, {"x": [1, 3, 9, 9]}, ["y"], [weight("w", (4, 3, 3, 3))])
@@ -158,6 +166,7 @@ def test_fused_activation_is_written_as_its_decomposition() -> None:
     assert_same_outputs(graph, result)
 
 
+@pytest.mark.ort
 def test_relu_merge_on_independent_values() -> None:
     nodes = [h.make_node("Relu", ["x"], ["a"]), h.make_node("Relu", ["z"], ["b"]), h.make_node("Tanh", ["b"], ["y"])]
     graph = make_graph(nodes, {"x": [2, 3], "z": [3, 3]}, ["y", "a"])
@@ -214,6 +223,7 @@ def test_emit_nodes_decomposes_ops_newer_than_the_model() -> None:
     assert all(emitted.types[n.outputs[0]].shape == (2, 3) for n in emitted.nodes[:-1])
 
 
+@pytest.mark.ort
 def test_mul_mul_folds_constants_into_one_weight_transform() -> None:
     nodes = [h.make_node("Mul", ["x", "a"], ["m"]), h.make_node("Mul", ["m", "b"], ["y"])]
     graph = make_graph(nodes, {"x": [2, 3]}, ["y"], [weight("a", (3,)), weight("b", (2, 1), 1)])
@@ -237,6 +247,7 @@ def _shipped_rule(rule_id: str):
     return next(r for r in default_rules() if r.id == rule_id)
 
 
+@pytest.mark.ort
 def test_conv_linear_input_across_a_broadcasting_add_would_be_wrong() -> None:
     # the long fuzz run's failure, reduced: Add broadcasts a (1,1,1,1) constant, then a padded,
     # strided Conv; the target's Conv(c) is (1,2,1,1) and broadcasts back, so shapes still agree
@@ -271,6 +282,7 @@ def test_conv_linear_input_with_a_shape_constraint_refuses_the_broadcast() -> No
     assert find_matches(graph, unguarded)  # without the guard the broadcast would match
 
 
+@pytest.mark.ort
 def test_no_shipped_rule_folds_a_row_varying_scale_into_a_matmul_weight() -> None:
     # HEAD fuzz run (example ~30): x (2,8,3,3) @ w (3,2), times a (8,3,2) constant
     from taso.pipeline._rewriting import default_rules

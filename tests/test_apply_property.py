@@ -5,6 +5,7 @@ a fixed point)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import helper as h
@@ -42,6 +43,7 @@ def chains(draw: st.DrawFn) -> Graph:
     return make_graph(nodes, {"v0": [2, 3]}, outputs, inits)
 
 
+@pytest.mark.ort
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chains())
 def test_every_match_applies_and_preserves_outputs(graph: Graph) -> None:
@@ -53,6 +55,7 @@ def test_every_match_applies_and_preserves_outputs(graph: Graph) -> None:
             assert_same_outputs(graph, result)
 
 
+@pytest.mark.ort
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chains())
 def test_rewriting_to_a_fixed_point_preserves_outputs(graph: Graph) -> None:

@@ -66,12 +66,14 @@ def _embedding_model(vocab: int = 50, cast: bool = False) -> onnx.ModelProto:
 # --- sessions -------------------------------------------------------------------------
 
 
+@pytest.mark.ort
 def test_max_ir_version_is_loadable_and_cached():
     version = max_ir_version()
     assert 7 <= version <= onnx.IR_VERSION
     assert max_ir_version() == version
 
 
+@pytest.mark.ort
 def test_run_model_accepts_newest_ir_version_proto():
     model = _matmul_model()
     model.ir_version = onnx.IR_VERSION
@@ -82,6 +84,7 @@ def test_run_model_accepts_newest_ir_version_proto():
     assert model.ir_version == onnx.IR_VERSION  # the caller's proto is untouched
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("optimization", list(GraphOptimization))
 def test_run_model_every_optimization_level(optimization):
     outputs = run_model(
@@ -90,6 +93,7 @@ def test_run_model_every_optimization_level(optimization):
     assert outputs["y"].shape == (1, 8)
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("ir_version", [8, onnx.IR_VERSION])
 def test_run_model_from_path_with_external_data(tmp_path: Path, ir_version: int):
     model = _matmul_model()
@@ -111,6 +115,7 @@ def test_proto_with_unloaded_external_data_is_refused(tmp_path: Path):
         run_model(unloaded, {"x": np.ones((1, 16), np.float32)})
 
 
+@pytest.mark.ort
 def test_large_proto_goes_through_a_file(monkeypatch):
     monkeypatch.setattr(_session, "_PROTO_SIZE_LIMIT", 100)
     model = _matmul_model()
@@ -121,6 +126,7 @@ def test_large_proto_goes_through_a_file(monkeypatch):
     assert not any(t.data_location == TensorProto.EXTERNAL for t in model.graph.initializer)
 
 
+@pytest.mark.ort
 def test_custom_domain_op_raises_backend_error_one_line():
     node = helper.make_node("Frobnicate", ["x"], ["y"], domain="com.example")
     opsets = [*OPSET, helper.make_opsetid("com.example", 1)]
@@ -131,6 +137,7 @@ def test_custom_domain_op_raises_backend_error_one_line():
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.ort
 def test_bad_inputs_and_missing_file_raise_backend_error(tmp_path: Path):
     with pytest.raises(BackendError):
         run_model(_matmul_model(), {"x": np.ones((2, 5), np.float32)})
@@ -208,6 +215,7 @@ def test_fixed_dim_conflict_is_a_usage_error():
 # --- inputs ---------------------------------------------------------------------------
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("cast", [False, True])
 def test_token_ids_stay_in_vocabulary(cast):
     model = _embedding_model(vocab=50, cast=cast)
@@ -229,6 +237,7 @@ def test_inputs_are_deterministic_and_skip_initializer_inputs():
     assert not np.array_equal(first["x"], make_inputs(model, seed=4)["x"])
 
 
+@pytest.mark.ort
 def test_inputs_of_various_dtypes():
     declared = {
         "half": TensorProto.FLOAT16,
@@ -263,6 +272,7 @@ def test_model_path_inputs(tmp_path: Path):
 # --- comparison -----------------------------------------------------------------------
 
 
+@pytest.mark.ort
 def test_identical_model_passes_and_is_bit_identical():
     model = _matmul_model()
     inputs = make_inputs(model, profile=ShapeProfile.parse("batch=4"))
@@ -271,6 +281,7 @@ def test_identical_model_passes_and_is_bit_identical():
     assert comparison.max_abs_diffs() == {"y": 0.0}
 
 
+@pytest.mark.ort
 def test_real_mismatch_is_detected():
     inputs = make_inputs(_matmul_model(), profile=ShapeProfile.parse("batch=4"))
     reference = run_model(_matmul_model(), inputs)

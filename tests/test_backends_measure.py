@@ -69,6 +69,7 @@ def cache(tmp_path: Path) -> CostCache:
 # --- timing ---------------------------------------------------------------------------
 
 
+@pytest.mark.ort
 def test_measure_latency_keeps_samples_and_orders_percentiles():
     model = _conv_model()
     stats = measure_latency(model, make_inputs(model, profile=PROFILE), repeats=7, warmup=1)
@@ -77,6 +78,7 @@ def test_measure_latency_keeps_samples_and_orders_percentiles():
     assert stats.median_ms <= stats.p75_ms <= stats.p90_ms and stats.iqr_ms >= 0
 
 
+@pytest.mark.ort
 def test_measure_interleaved_pairs_samples():
     model = _conv_model()
     inputs = make_inputs(model, profile=PROFILE)
@@ -87,6 +89,7 @@ def test_measure_interleaved_pairs_samples():
     assert timing.speedup == pytest.approx(1 / timing.paired_ratio)
 
 
+@pytest.mark.ort
 def test_timing_errors():
     model = _conv_model()
     with pytest.raises(UsageError):
@@ -174,6 +177,7 @@ def test_registry_names_and_unknown_backend():
     assert isinstance(caught.value, TasoError) and isinstance(caught.value, ValueError)
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("backend", [OrtCpuBackend(cache=None), AnalyticalBackend()])
 def test_backends_follow_the_protocol_and_agree(backend: Backend):
     assert isinstance(backend, Backend) and backend.name and backend.device
@@ -184,6 +188,7 @@ def test_backends_follow_the_protocol_and_agree(backend: Backend):
     assert backend.cost_of(model, profile=PROFILE) > 0
 
 
+@pytest.mark.ort
 def test_ort_cpu_cost_uses_the_cache(cache: CostCache):
     backend = OrtCpuBackend(cache=cache, repeats=3, warmup=0)
     model = _conv_model()
@@ -197,6 +202,7 @@ def test_ort_cpu_cost_uses_the_cache(cache: CostCache):
     assert len(cache) == 1
 
 
+@pytest.mark.ort
 def test_ort_cpu_cost_of_failing_model_raises_backend_error(cache: CostCache):
     node = helper.make_node("Frobnicate", ["x"], ["y"], domain="com.example")
     graph = helper.make_graph(
@@ -255,6 +261,7 @@ def test_cuda_backend_unavailable_raises_cleanly():
         get_backend("ort-cuda")
 
 
+@pytest.mark.ort
 @pytest.mark.gpu
 def test_cuda_backend_runs_and_measures(cache: CostCache):
     if not OrtCudaBackend.available():

@@ -71,6 +71,7 @@ def test_small_passes_full_check(small: tuple[str, onnx.ModelProto]) -> None:
     assert [(op.domain, op.version) for op in model.opset_import] == [("", 17)]
 
 
+@pytest.mark.ort
 def test_small_runs_with_finite_varied_outputs(small: tuple[str, onnx.ModelProto]) -> None:
     name, model = small
     outputs = _session(model).run(None, _feeds(model))
@@ -116,6 +117,7 @@ def test_full_parameter_count_matches_published(name: str) -> None:
     assert count == pytest.approx(builder.published_parameters, rel=TOLERANCE.get(name, 0.0))
 
 
+@pytest.mark.ort
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_full_runs_with_finite_outputs(name: str) -> None:

@@ -63,6 +63,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
     return json.loads(out.read_text()), markdown.read_text()
 
 
+@pytest.mark.ort
 def test_json_has_machine_config_noise_and_one_row_per_tool(results: tuple[dict, str]) -> None:
     data, _ = results
     assert {"machine", "config", "noise", "rows", "footnotes", "duration_s"} <= set(data)
@@ -72,6 +73,7 @@ def test_json_has_machine_config_noise_and_one_row_per_tool(results: tuple[dict,
     assert all(row["model"] == MODEL for row in data["rows"])
 
 
+@pytest.mark.ort
 def test_noise_row_is_measured(results: tuple[dict, str]) -> None:
     noise = results[0]["rows"][0]
     assert noise["status"] == RowStatus.MEASURED.value
@@ -80,6 +82,7 @@ def test_noise_row_is_measured(results: tuple[dict, str]) -> None:
     assert results[0]["noise"]["models"] == 1
 
 
+@pytest.mark.ort
 def test_installed_tools_are_measured_and_missing_ones_reported(results: tuple[dict, str]) -> None:
     rows = {row["tool"]: row for row in results[0]["rows"]}
     for name, tool in TOOLS.items():
@@ -95,6 +98,7 @@ def test_installed_tools_are_measured_and_missing_ones_reported(results: tuple[d
         assert row["verdict"] in {v.value for v in Verdict}
 
 
+@pytest.mark.ort
 def test_failing_and_unknown_tools_are_rows_not_crashes(results: tuple[dict, str]) -> None:
     rows = {row["tool"]: row for row in results[0]["rows"]}
     assert rows["exploding"]["status"] == RowStatus.TOOL_FAILED.value
@@ -102,6 +106,7 @@ def test_failing_and_unknown_tools_are_rows_not_crashes(results: tuple[dict, str
     assert rows["no_such_tool"]["status"] == RowStatus.NOT_INSTALLED.value
 
 
+@pytest.mark.ort
 def test_markdown_has_a_row_per_model_and_tool(results: tuple[dict, str]) -> None:
     data, markdown = results
     table = [line for line in markdown.splitlines() if line.startswith(f"| {MODEL} |")]
@@ -117,6 +122,7 @@ def test_tool_timeout_is_reported(tmp_path: Path) -> None:
     assert outcome.status is ToolStatus.TIMED_OUT
 
 
+@pytest.mark.ort
 def test_ir_version_newer_than_ort_loads_is_lowered(tmp_path: Path) -> None:
     model = onnx.load(build_cached(MODEL, Size.SMALL))
     model.ir_version = max_ir_version() + 1

@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import onnx
+import pytest
 
 from benchmarks.throughput import Throughput, measure, to_markdown
 from tests.helpers import models
 
 
+@pytest.mark.ort
 def test_flops_are_counted_from_the_graph(tmp_path: Path) -> None:
     path = tmp_path / "m.onnx"
     onnx.save_model(models.conv_net(channels=8), path)
@@ -29,6 +31,7 @@ def test_table_gives_the_share_of_the_peak() -> None:
     assert "| m | 1.70 | 20.0 | 85 | 50% |" in table and "170 GFLOP/s" in table
 
 
+@pytest.mark.ort
 def test_the_peak_is_that_of_a_large_matmul() -> None:
     from benchmarks.throughput import gemm_peak
 

@@ -19,7 +19,7 @@ import pytest
 import taso
 from benchmarks.corpus import Manifest, cached_entries, default_cache_dir
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ort]
 
 _CACHED = cached_entries(default_cache_dir())
 _CASES = [pytest.param(manifest, path, id=manifest.name) for manifest, path in _CACHED] or [

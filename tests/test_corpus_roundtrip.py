@@ -24,6 +24,8 @@ from taso._onnx_export import export_model
 from taso._onnx_import import import_model
 from taso.backends import max_ir_version
 
+pytestmark = pytest.mark.ort
+
 
 class Outcome(enum.Enum):
     PASSED = "passed"

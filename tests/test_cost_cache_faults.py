@@ -158,6 +158,7 @@ def _garbage_file(tmp_path: Path) -> str:
     return str(tmp_path)
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("make_dir", [_unusable_dev_null, _unusable_under_a_file, _garbage_file])
 def test_optimize_finishes_with_a_broken_cache(tmp_path: Path, monkeypatch, make_dir):
     monkeypatch.setenv(CACHE_DIR_ENV, make_dir(tmp_path))

@@ -270,6 +270,7 @@ _HOSTILE = {
 }
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("case", sorted(_HOSTILE))
 def test_no_check_run_on_a_hostile_model_keeps_outputs_bit_identical(case: str) -> None:
     model = _HOSTILE[case]
@@ -280,6 +281,7 @@ def test_no_check_run_on_a_hostile_model_keeps_outputs_bit_identical(case: str) 
     assert before.tobytes() == after.tobytes(), f"applied {result.report.applied_rewrites}"
 
 
+@pytest.mark.ort
 def test_no_check_run_still_folds_a_benign_division() -> None:
     """(x / 4) * 0.5 -> x * 0.125: a power-of-two reciprocal, so the fold is even bit-exact."""
     model = _div_mul(4.0)

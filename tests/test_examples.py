@@ -42,6 +42,7 @@ def example_model(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.ort
 def test_optimizing_from_python_writes_a_model_and_says_what_it_did(example_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.onnx"
     proc = _run("optimize_from_python.py", str(example_model), str(out), "4", tmp_path=tmp_path)
@@ -50,6 +51,7 @@ def test_optimizing_from_python_writes_a_model_and_says_what_it_did(example_mode
     assert "result:" in proc.stdout and f"{out}:" in proc.stdout
 
 
+@pytest.mark.ort
 def test_pipeline_step_logs_the_outcome_and_keeps_the_report(example_model: Path, tmp_path: Path) -> None:
     out, report = tmp_path / "out.onnx", tmp_path / "report.json"
     proc = _run("pipeline_step.py", str(example_model), str(out), str(report), tmp_path=tmp_path)
@@ -58,6 +60,7 @@ def test_pipeline_step_logs_the_outcome_and_keeps_the_report(example_model: Path
     assert json.loads(report.read_text())["decision"] and out.is_file()
 
 
+@pytest.mark.ort
 def test_pipeline_step_fails_on_a_numeric_mismatch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path / "cache"))
     source = tmp_path / "in.onnx"
@@ -77,6 +80,7 @@ def test_pipeline_step_rejects_a_bad_model_with_exit_status_2(tmp_path: Path) ->
     assert not (tmp_path / "out.onnx").exists()
 
 
+@pytest.mark.ort
 def test_adding_an_operator_regenerates_rules_that_use_it(tmp_path: Path) -> None:
     proc = _run("add_an_operator.py", str(tmp_path / "out"), tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]

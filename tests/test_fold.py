@@ -31,6 +31,7 @@ def _scaled_conv_graph():
     return graph, graph.rewrite(remove=[conv2_id], add=[reshape, mul, new_conv], initializers=[init])
 
 
+@pytest.mark.ort
 def test_internal_nodes_fold_to_initializers_and_compute_the_transform() -> None:
     original, rewritten = _scaled_conv_graph()
     assert has_internal_nodes(rewritten)

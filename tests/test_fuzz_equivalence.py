@@ -22,6 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from tests.helpers.equivalence import assert_optimized_equivalent
 from tests.helpers.strategies import Recipe, recipes
 
+pytestmark = pytest.mark.ort
+
 CI_EXAMPLES = 60
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 

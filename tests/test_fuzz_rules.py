@@ -42,6 +42,7 @@ def _witness_graphs():
     }
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("rule_id", sorted(_witness_graphs()))
 def test_fixture_rule_preserves_outputs_on_a_witness(rule_id: str) -> None:
     graph = _witness_graphs()[rule_id]

@@ -34,6 +34,7 @@ def _first(graph, site) -> Rewrite:
     return next(r for i in sorted(graph.nodes) if (r := site(graph, i)) is not None)
 
 
+@pytest.mark.ort
 def test_regions_are_valid_onnx_that_runs_on_ort(tmp_path) -> None:
     graph = _graph()
     model = MeasuredCostModel(cache=CostCache(tmp_path), timing=FAST)
@@ -75,6 +76,7 @@ def test_symbolic_dims_are_filled_from_the_profile(tmp_path) -> None:
     assert dims[0] == 2 and all(d > 0 for d in dims)
 
 
+@pytest.mark.ort
 def test_second_pricing_is_a_cache_hit(tmp_path) -> None:
     graph = _graph()
     rewrite = _first(graph, split_conv)
@@ -89,6 +91,7 @@ def test_second_pricing_is_a_cache_hit(tmp_path) -> None:
     assert len(CostCache(tmp_path)) == 3  # the whole graph and two regions
 
 
+@pytest.mark.ort
 def test_incremental_cost_is_parent_plus_region_delta(tmp_path) -> None:
     graph = _graph()
     model = MeasuredCostModel(cache=CostCache(tmp_path), timing=FAST)

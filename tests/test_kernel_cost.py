@@ -25,6 +25,8 @@ from taso.backends._kernels import (
 from taso.backends.inputs import make_inputs
 from taso.backends.kernel_cost import KernelCostModel
 
+pytestmark = pytest.mark.ort
+
 _QUICK = ProfileRuns(target_ms=20.0, min_runs=3, max_runs=10, warmup=1)
 
 

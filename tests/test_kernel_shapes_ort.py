@@ -30,6 +30,8 @@ from taso.backends._kernel_shapes import (
 from taso.backends._kernels import ReportedShapes, compile_kernels, nchwc_block, profile_shapes
 from taso.backends.inputs import make_inputs
 
+pytestmark = pytest.mark.ort
+
 NCHWC = "com.microsoft.nchwc"
 MS = "com.microsoft"
 

@@ -80,6 +80,7 @@ def big_folder(tmp_path: Path) -> Iterator[Path]:
     shutil.rmtree(tmp_path, ignore_errors=True)
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize(("mode", "budget"), [
     ("no-check", "0"), ("check", "0"), ("no-check", "5"), ("check", "5"),
 ])

@@ -16,6 +16,8 @@ import taso
 from benchmarks.models import MODELS, Size, build_cached
 from taso.backends import make_inputs, run_model
 
+pytestmark = pytest.mark.ort
+
 ROOT = Path(__file__).parent.parent
 
 

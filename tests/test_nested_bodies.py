@@ -119,6 +119,7 @@ def _private_cost_cache(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path / "cache"))
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize(("depth", "row"), [(1, STATIC_ROW), (2, STATIC_ROW), (3, SYMBOLIC_ROW)])
 def test_if_nested_deep_is_optimized_with_the_default_backend(depth: int, row: list[int | str]) -> None:
     model = nested_if(depth, row=row)
@@ -129,6 +130,7 @@ def test_if_nested_deep_is_optimized_with_the_default_backend(depth: int, row: l
     assert_same_on_every_branch(model, result.model, depth)
 
 
+@pytest.mark.ort
 @pytest.mark.slow
 def test_if_nested_thirty_deep_is_optimized_with_the_default_backend() -> None:
     depth = 30
@@ -176,6 +178,7 @@ def _body(graph: onnx.GraphProto, node_name: str) -> onnx.GraphProto:
     return next(a.g for a in node.attribute if a.name == "body")
 
 
+@pytest.mark.ort
 def test_loop_and_scan_inside_nested_ifs_are_optimized_with_the_default_backend() -> None:
     depth = 3
     innermost, weights = _loop_and_scan_innermost(depth)
@@ -215,6 +218,7 @@ def _graph_of(nodes: list[onnx.NodeProto], outputs: list[str]) -> Graph:
     return import_model(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]))
 
 
+@pytest.mark.ort
 def test_a_region_declares_the_values_its_bodies_read() -> None:
     graph = _graph_of([_if_reading("x")], ["y"])
     region = extract_region(graph, graph.nodes, _declared)
@@ -235,8 +239,10 @@ def test_a_region_runs_a_body_after_the_node_whose_value_it_reads() -> None:
     assert [n.op_type for n in region.model.graph.node] == ["Sigmoid", "If"]
 
 
-@pytest.mark.parametrize("cost_model", [AnalyticalCostModel, lambda: KernelCostModel(cache=None)],
-                         ids=["analytical", "kernel"])
+@pytest.mark.parametrize("cost_model", [
+    pytest.param(AnalyticalCostModel, id="analytical"),
+    pytest.param(lambda: KernelCostModel(cache=None), id="kernel", marks=pytest.mark.ort),  # times kernels on ORT
+])
 def test_a_body_priced_first_gets_the_main_graphs_shapes(cost_model) -> None:
     # the search prices no main graph when its share of the budget is spent before it
     # starts: the first graph a cost model infers shapes from can be a body

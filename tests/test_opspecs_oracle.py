@@ -190,6 +190,7 @@ def _session(model: onnx.ModelProto) -> ort.InferenceSession:
                                 providers=["CPUExecutionProvider"])
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_numpy_semantics_match_onnxruntime(case: Case) -> None:
     spec = next(s for s in all_specs() if s.name == case.op)

@@ -176,6 +176,7 @@ def _run_decomposition(spec_name: str, params: dict, arrays: list[np.ndarray], o
     np.testing.assert_allclose(got, spec.evaluate(arrays, params)[0], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.ort
 def test_decompositions_match_semantics_on_onnxruntime() -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)

@@ -52,6 +52,7 @@ def _scaled_conv_model(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.ort
 def test_rewrites_are_applied_checked_and_reported(tmp_path: Path) -> None:
     source = _scaled_conv_model(tmp_path)
     # the analytical cost prices the fold as cheaper, so the search applies it; the measured
@@ -70,6 +71,7 @@ def test_rewrites_are_applied_checked_and_reported(tmp_path: Path) -> None:
         assert [n.op_type for n in result.model.graph.node] == [n.op_type for n in onnx.load(str(source)).graph.node]
 
 
+@pytest.mark.ort
 def test_unproved_rules_are_never_used(tmp_path: Path) -> None:
     source = _scaled_conv_model(tmp_path)
     result = taso.optimize_onnx(source, time_budget_s=5, rules=[conv_mul_fold(ProofStatus.TIMEOUT)])
@@ -77,6 +79,7 @@ def test_unproved_rules_are_never_used(tmp_path: Path) -> None:
     assert result.report.applied_rewrites == {}
 
 
+@pytest.mark.ort
 def test_a_wrong_rule_is_caught_by_the_numeric_check(tmp_path: Path) -> None:
     source = tmp_path / "m.onnx"
     onnx.save_model(models.conv_net(), source)
@@ -95,6 +98,7 @@ def test_unknown_backend_is_a_usage_error(tmp_path: Path) -> None:
         taso.optimize_onnx(source, backend="tpu", rules=[conv_mul_fold()])
 
 
+@pytest.mark.ort
 def test_a_candidate_onnxruntime_refuses_is_not_returned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """If ORT runs the original but not the optimized model, the original comes back."""
     from taso.backends import timing

@@ -91,6 +91,7 @@ def test_make_inputs_uses_the_given_spatial_dims():
     assert inputs["x"].shape == (1, 3, 48, 192)
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("budget", ["0", "2"])
 def test_cli_optimizes_a_paddle_style_input(tmp_path: Path, monkeypatch, budget: str):
     monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path / "cache"))

@@ -70,6 +70,7 @@ def test_a_wrong_regroup_rule_is_refuted() -> None:
     assert verify_rule(_with_target_group(rule, "group // 2")).status is ProofStatus.REFUTED
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize(("channels", "group", "width"), [(4, 8, 16), (8, 4, 16), (4, 16, 32), (16, 4, 32)])
 def test_narrow_groups_are_widened_and_compute_the_same(channels: int, group: int, width: int) -> None:
     graph = grouped_net(channels, group)
@@ -82,6 +83,7 @@ def test_narrow_groups_are_widened_and_compute_the_same(channels: int, group: in
     assert conv.attr("group") == channels * group // width
 
 
+@pytest.mark.ort
 def test_regroup_rules_match_only_what_they_can_widen() -> None:
     to16, dw16 = regroup_rule(16, depthwise=False), regroup_rule(16, depthwise=True)
     assert not find_matches(grouped_net(16, 4), to16)  # already 16 wide

@@ -30,6 +30,8 @@ from taso.substitutions.rule import RuleLibrary, dump_rules
 from tests.helpers.models import scaled_chain_model, wide_model
 from tests.helpers.rules import FIXTURE_RULES
 
+pytestmark = pytest.mark.ort
+
 
 @pytest.fixture
 def rule_file(tmp_path: Path) -> Path:

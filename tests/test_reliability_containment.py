@@ -102,6 +102,7 @@ def test_a_proto_with_external_data_needs_an_explicit_base_dir(tmp_path: Path, m
     assert not (tmp_path / "o.onnx").exists() and not (tmp_path / "o.onnx.data").exists()
 
 
+@pytest.mark.ort
 def test_a_proto_with_external_data_inside_base_dir_is_optimized(tmp_path: Path) -> None:
     _secret(tmp_path)
     out = tmp_path / "out"
@@ -152,6 +153,7 @@ def test_a_report_path_that_would_replace_a_model_file_is_refused(tmp_path: Path
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
+@pytest.mark.ort
 def test_outputs_respect_the_umask(tmp_path: Path) -> None:
     path, _ = _input_with_data_named(tmp_path, "weights.bin")
     previous = os.umask(0o022)
@@ -164,6 +166,7 @@ def test_outputs_respect_the_umask(tmp_path: Path) -> None:
         assert (tmp_path / name).stat().st_mode & 0o777 == 0o644, name
 
 
+@pytest.mark.ort
 def test_a_temp_file_left_by_a_killed_run_is_removed_by_the_next(tmp_path: Path) -> None:
     path, _ = _input_with_data_named(tmp_path, "weights.bin")
     dead_pid = _a_dead_pid()
@@ -203,6 +206,7 @@ def _reshape_with_external_shape(folder: Path) -> Path:
     return path
 
 
+@pytest.mark.ort
 def test_a_shape_tensor_in_external_data_is_accepted(tmp_path: Path) -> None:
     """Found by the reliability fuzzer: onnx's checker by path cannot read it, and refused BERT."""
     path = _reshape_with_external_shape(tmp_path)

@@ -21,6 +21,8 @@ import taso
 from taso import CheckStatus
 from taso.backends import _kernels, kernel_cost
 
+pytestmark = pytest.mark.ort
+
 
 def _relu_chain() -> onnx.ModelProto:
     """x -> Relu -> Relu -> Relu -> Mul(2) -> y at 1x64x56x56: rules fire, ORT runs it in ~1 ms."""

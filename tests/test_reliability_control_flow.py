@@ -112,6 +112,7 @@ def test_a_body_imports_with_its_outer_scope_reads() -> None:
     assert body_node_count(outer) == 7 + 8 + 4 + 5
 
 
+@pytest.mark.ort
 def test_if_loop_scan_bodies_are_optimized_and_compute_the_same() -> None:
     model = control_flow_model()
     result = taso.optimize_onnx(model, backend="analytical", time_budget_s=2.0, check=False, rules=FIXTURE_RULES)
@@ -128,6 +129,7 @@ def test_if_loop_scan_bodies_are_optimized_and_compute_the_same() -> None:
     _assert_same(model, optimized, _feeds(2) + _feeds(5))
 
 
+@pytest.mark.ort
 def test_bodies_are_checked_on_ort_by_optimize_itself(tmp_path) -> None:
     source = tmp_path / "cf.onnx"
     onnx.save_model(control_flow_model(), source)
@@ -136,6 +138,7 @@ def test_bodies_are_checked_on_ort_by_optimize_itself(tmp_path) -> None:
     assert result.report.check is taso.CheckStatus.PASSED
 
 
+@pytest.mark.ort
 def test_no_budget_leaves_bodies_byte_identical() -> None:
     model = control_flow_model()
     result = taso.optimize_onnx(model, backend="analytical", time_budget_s=0, check=False, rules=FIXTURE_RULES)
@@ -184,6 +187,7 @@ def wrap_in_if(model: onnx.ModelProto) -> onnx.ModelProto:
     return wrapped
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("name", ["squeezenet1_1", "nasrnn", "resnet50"])
 def test_real_models_as_if_branches_optimize_and_check(name: str) -> None:
     from benchmarks.models import MODELS, Size

@@ -26,6 +26,8 @@ from taso.pipeline._rewriting import run_search
 from taso.pipeline.budget import Budget
 from tests.helpers.rules import FIXTURE_RULES
 
+pytestmark = pytest.mark.ort
+
 
 def write_external_model(folder: Path) -> Path:
     """x + w0 + w1 -> Relu -> + w3, every weight in one external data file.

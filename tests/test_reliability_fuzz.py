@@ -95,6 +95,7 @@ def test_an_example_is_planned_the_same_way_every_time() -> None:
         assert 1 <= len(first.mutations) <= 3
 
 
+@pytest.mark.ort
 def test_a_ci_sized_fuzz_run_finds_no_crash_unchecked_rewrite_or_touched_file() -> None:
     options = FuzzOptions(examples=20, seed=0, backend="analytical", budget_s=0.2)
     findings = fuzz(options)
@@ -104,6 +105,7 @@ def test_a_ci_sized_fuzz_run_finds_no_crash_unchecked_rewrite_or_touched_file() 
     assert counts[Result.HARNESS_ERROR] == 0, summary(findings, options)
 
 
+@pytest.mark.ort
 @pytest.mark.fuzz
 def test_two_thousand_mutated_models_find_no_crash_unchecked_rewrite_or_touched_file() -> None:
     options = FuzzOptions(examples=2000, seed=0, backend="ort-cpu", budget_s=0.5, jobs=2)

@@ -54,11 +54,13 @@ def _add_model(ir_version: int = 8) -> onnx.ModelProto:
     return model
 
 
+@pytest.mark.ort
 def test_reference_run_gives_inputs_and_outputs() -> None:
     reference = run_reference(_add_model())
     np.testing.assert_array_equal(reference.expected()["y"], 2 * reference.inputs["x"])
 
 
+@pytest.mark.ort
 def test_reference_run_keeps_the_backend_error() -> None:
     model = _add_model()
     model.graph.node[0].op_type = "NoSuchOp"
@@ -69,6 +71,7 @@ def test_reference_run_keeps_the_backend_error() -> None:
     assert ReferenceRun().expected() == {}
 
 
+@pytest.mark.ort
 def test_session_bytes_get_an_ir_suffix_only_when_needed() -> None:
     loadable = _add_model(ir_version=8)
     assert _session._plan_from_proto(loadable).data == loadable.SerializeToString()
@@ -110,6 +113,7 @@ def test_external_weights_outside_the_model_folder_go_through_onnx_checks(tmp_pa
         fold._read_external(Initializer("w", TensorType(TensorProto.FLOAT, (2,)), proto, str(folder)))
 
 
+@pytest.mark.ort
 def test_run_outputs_own_their_memory() -> None:
     """ORT's output arrays can wrap its buffers, which keeps the session's arena alive."""
     outputs = _session.run_model(_add_model(), {"x": np.ones(2, np.float32)})

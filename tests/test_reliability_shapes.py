@@ -20,6 +20,8 @@ from tests.helpers.models import scaled_chain_model
 from tests.helpers.ort import run_on_ort
 from tests.helpers.rules import BATCH_ONE, FIXTURE_RULES, fuzz_rules
 
+pytestmark = pytest.mark.ort
+
 SYMBOLS_4D = ("batch", None, "height", "width")
 
 

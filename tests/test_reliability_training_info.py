@@ -16,6 +16,8 @@ from onnx import numpy_helper as nh
 
 import taso
 
+pytestmark = pytest.mark.ort
+
 
 def _trainable(reads: tuple[str, ...], *, bind: bool) -> onnx.ModelProto:
     """y = relu((x + w0) + w1); a training algorithm reads `reads`, optionally updates w0 and w1."""

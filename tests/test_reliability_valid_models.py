@@ -19,6 +19,8 @@ import taso
 from taso import CheckStatus, Decision
 from taso.pipeline.cli import main as cli_main
 
+pytestmark = pytest.mark.ort
+
 X = h.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])
 Y = h.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])
 

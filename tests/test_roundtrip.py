@@ -45,6 +45,7 @@ def test_outer_scope_reads_are_dependencies() -> None:
     assert order.index("Relu") < order.index("If")
 
 
+@pytest.mark.ort
 def test_ir_version_is_lowered_to_what_onnxruntime_loads() -> None:
     from taso.backends import max_ir_version
 

@@ -28,6 +28,7 @@ def test_candidates_are_distinct_and_priced_incrementally() -> None:
         assert candidate.predicted == pytest.approx(AnalyticalCostModel().cost(candidate.graph))
 
 
+@pytest.mark.ort
 def test_cli_reports_a_correlation(tmp_path, capsys) -> None:
     path = tmp_path / "m.onnx"
     onnx.save(conv_net(channels=16), path)
@@ -61,6 +62,7 @@ def test_resolvable_graphs_are_those_timing_can_tell_from_the_input() -> None:
     assert "over the 3 graphs measured more than 3% from the input (and the input): 1.000" in report.table()
 
 
+@pytest.mark.ort
 def test_cli_judges_the_kernel_cost_model_by_default(tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "m.onnx"

@@ -48,6 +48,7 @@ def test_every_split_output_rule_is_an_axiom_instance_and_passes_its_witness() -
         assert check.status is ProofStatus.PROVED and check.witness_ok and check_witness(rule).configs == 3, rule.id
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("kind", ["none", "relu", "silu"])
 @pytest.mark.parametrize("bias", [False, True])
 def test_a_split_conv_becomes_two_convs_that_compute_the_same(kind: str, bias: bool) -> None:

@@ -7,6 +7,8 @@ import math
 import time
 from collections.abc import Callable
 
+import pytest
+
 from taso.ir import Graph
 from taso.report import StopReason
 from taso.search.sweep import Judgement, apply_all, sweep
@@ -171,6 +173,7 @@ def _judge(graph: Graph):
     return judge
 
 
+@pytest.mark.ort
 def test_a_candidate_ort_refuses_is_not_faster(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
     graph = _conv_graph()
@@ -178,6 +181,7 @@ def test_a_candidate_ort_refuses_is_not_faster(monkeypatch, tmp_path) -> None:
     assert _judge(graph)(graph, broken, math.inf) == Judgement(0.0, False)
 
 
+@pytest.mark.ort
 def test_judgements_are_remembered(monkeypatch, tmp_path) -> None:
     import taso.pipeline._decide as decide
 
@@ -196,6 +200,7 @@ def test_judgements_are_remembered(monkeypatch, tmp_path) -> None:
     assert _judge(graph)(graph, clip, math.inf) == first  # a new judge, the same cache
 
 
+@pytest.mark.ort
 def test_optimize_sweeps_a_converter_model(tmp_path, monkeypatch) -> None:
     """MobileNetV3 as converters emit it: the decomposed HardSwish sweep is judged whole."""
     import taso
@@ -218,6 +223,7 @@ def test_optimize_sweeps_a_converter_model(tmp_path, monkeypatch) -> None:
     assert "sweeps: " in report.summary()
 
 
+@pytest.mark.ort
 def test_a_judgement_cut_short_by_the_deadline_is_not_remembered(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
     graph = _conv_graph()

@@ -20,6 +20,8 @@ from tests.helpers.equivalence import RULES, reachable_rules
 from tests.helpers.ort import assert_same_on_ort
 from tests.helpers.strategies import Recipe, build, feeds, recipes
 
+pytestmark = pytest.mark.ort
+
 CI_EXAMPLES = 100
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 

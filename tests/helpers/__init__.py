@@ -12,6 +12,8 @@
   `adversarial_variant`, `reachable_rules`).
 - `strategies`: Hypothesis strategies for random valid models (`Recipe`, `build`, `feeds`).
 - `search_toys`: toy graphs, rewrites and a fake cost model for the search tests (no ORT).
+- `forbid_ort/`: with `TASO_TEST_FORBID_ORT=1`, makes ORT sessions fail in pytest and its
+  children (tests/conftest.py), to show that `-m "not ort"` runs no model on ORT.
 
 tests/test_architecture.py fails if a test_*.py file imports another one.
 """

@@ -79,6 +79,7 @@ CASES: dict[str, tuple[Recipe, str]] = {
 OPEN: dict[str, str] = {}  # both former open cases are fixed by the rules' witness shape guards
 
 
+@pytest.mark.ort
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=OPEN[n], strict=False)) if n in OPEN else n
                                   for n in sorted(CASES)])
 def test_saved_case_stays_equivalent(name: str) -> None:

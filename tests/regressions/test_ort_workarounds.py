@@ -17,6 +17,8 @@ from onnx import numpy_helper as nh
 
 from tests.helpers.ort import ORT_BROKEN_FUSIONS, loads_on_default_ort, run_on_ort
 
+pytestmark = pytest.mark.ort
+
 
 def _conv_add_with_output_read_by_add() -> onnx.ModelProto:
     """a = Conv(x) (group 2, bias) is a graph output and is also read by s = Conv'(x) + a.
