@@ -47,6 +47,7 @@ class ModelWithData:
 ModelSource = onnx.ModelProto | ModelWithData | str | os.PathLike[str]
 # An execution provider name, or (name, provider options) as onnxruntime accepts them.
 Provider = str | tuple[str, Mapping[str, str]]
+CPU_PROVIDERS: tuple[Provider, ...] = ("CPUExecutionProvider",)
 
 # Protobuf refuses to serialize messages of 2 GiB or more.
 _PROTO_SIZE_LIMIT = 2**31 - 1
@@ -84,7 +85,7 @@ class SessionConfig:
     threads: int = 2
     optimization: GraphOptimization = GraphOptimization.ALL
     spinning: Spinning = Spinning.ON
-    providers: tuple[Provider, ...] = ("CPUExecutionProvider",)
+    providers: tuple[Provider, ...] = CPU_PROVIDERS
     extra: tuple[tuple[str, str], ...] = ()  # further session config entries
     optimized_path: str | None = None  # where ORT saves the graph it optimized
     profile_prefix: str | None = None  # profile runs; ORT writes the trace here
@@ -282,13 +283,14 @@ def run_model(
     *,
     threads: int = 2,
     optimization: GraphOptimization = GraphOptimization.ALL,
+    providers: tuple[Provider, ...] = CPU_PROVIDERS,
 ) -> dict[str, np.ndarray]:
-    """Run `model` once on ORT CPU and return its outputs by name.
+    """Run `model` once on ORT (CPU unless `providers` say otherwise) and return its outputs by name.
 
     The session (and its weights) is released before large outputs are copied out of
     ORT's arena, so the copy never adds to the peak of the run.
     """
-    session = create_session(model, SessionConfig(threads=threads, optimization=optimization))
+    session = create_session(model, SessionConfig(threads=threads, optimization=optimization, providers=providers))
     outputs = _run(session, inputs)
     del session
     return _owned(outputs)
@@ -315,7 +317,10 @@ three: one run's time decides whether the rule sweeps judge whole models (under 
 and a single 54 ms YOLOv8n run measured over 100 ms on a busy machine."""
 
 
-def run_model_timed(model: ModelSource, inputs: Mapping[str, np.ndarray], *, threads: int = 2) -> TimedRun:
+def run_model_timed(
+    model: ModelSource, inputs: Mapping[str, np.ndarray], *, threads: int = 2,
+    providers: tuple[Provider, ...] = CPU_PROVIDERS,
+) -> TimedRun:
     """`run_model`, timed: the session's load, and its run once warm (the median of three
     runs for a model that runs in under `_TIMED_EXTRA_MAX_MS`).
 
@@ -326,7 +331,7 @@ def run_model_timed(model: ModelSource, inputs: Mapping[str, np.ndarray], *, thr
     session is released, as in `run_model`.
     """
     start = time.perf_counter()
-    session = create_session(model, SessionConfig(threads=threads, spinning=Spinning.OFF))
+    session = create_session(model, SessionConfig(threads=threads, spinning=Spinning.OFF, providers=providers))
     session_s = time.perf_counter() - start
     outputs, run_ms = _timed_run(session, inputs)
     if run_ms < _TIMED_RERUN_MAX_MS:

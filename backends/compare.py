@@ -22,7 +22,14 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from taso.backends._session import ModelSource, ModelWithData, RunTiming, run_model_timed
+from taso.backends._session import (
+    CPU_PROVIDERS,
+    ModelSource,
+    ModelWithData,
+    Provider,
+    RunTiming,
+    run_model_timed,
+)
 from taso.backends.inputs import make_inputs
 from taso.backends.profiles import ShapeProfile
 from taso.errors import BackendError
@@ -55,14 +62,16 @@ def runnable(model: onnx.ModelProto, base_dir: str | Path) -> ModelSource:
     return model
 
 
-def run_reference(model: ModelSource, *, profile: ShapeProfile | None = None) -> ReferenceRun:
-    """Make inputs for `model`, run it and time it; a BackendError is kept, not raised."""
+def run_reference(
+    model: ModelSource, *, profile: ShapeProfile | None = None, providers: tuple[Provider, ...] = CPU_PROVIDERS
+) -> ReferenceRun:
+    """Make inputs for `model`, run it and time it on `providers`; a BackendError is kept, not raised."""
     try:
         inputs = make_inputs(model, profile=profile)
     except BackendError as error:
         return ReferenceRun(error=error)
     try:
-        run = run_model_timed(model, inputs)
+        run = run_model_timed(model, inputs, providers=providers)
     except BackendError as error:
         return ReferenceRun(inputs, error=error)
     return ReferenceRun(inputs, run.outputs, timing=run.timing)

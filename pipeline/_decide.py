@@ -17,12 +17,14 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 
 from taso.backends import InterleavedTiming, ModelSource, run_model
-from taso.backends._session import RunTiming
+from taso.backends._session import Provider, RunTiming
 from taso.backends.compare import ReferenceRun
 from taso.backends.cost_cache import CostCache, CostKey
 from taso.backends.ort_backends import OrtCpuBackend
@@ -176,11 +178,34 @@ def _pair_signature(first: Graph, second: Graph, inputs: Mapping[str, np.ndarray
     return f"{kind}{digest.hexdigest()}"
 
 
-def _verdict_keys(signature: str, fields: Sequence[str]) -> dict[str, CostKey]:
-    import onnxruntime as ort
+def _verdict_keys(signature: str, fields: Sequence[str], device: Device) -> dict[str, CostKey]:
+    return {f: CostKey(_VERDICT_BACKEND, device.label, ort.__version__, f"{signature}/{f}") for f in fields}
 
-    device = OrtCpuBackend(cache=None).device
-    return {f: CostKey(_VERDICT_BACKEND, device, ort.__version__, f"{signature}/{f}") for f in fields}
+
+@dataclass(frozen=True)
+class Device:
+    """Where the check, the judge and the decision run: ORT providers and a label for the
+    verdict cache (a verdict on one device says nothing of another)."""
+
+    providers: tuple[Provider, ...]
+    label: str
+
+    @classmethod
+    def of(cls, runner: OrtRunner) -> Device:
+        return cls(runner.providers, runner.device)
+
+
+class OrtRunner(Protocol):
+    @property
+    def providers(self) -> tuple[Provider, ...]: ...
+
+    @property
+    def device(self) -> str: ...
+
+
+def cpu() -> Device:
+    """ORT CPU, the default device."""
+    return Device.of(OrtCpuBackend(cache=None))
 
 
 class Duel:
@@ -194,27 +219,32 @@ class Duel:
 
     def __init__(
         self, original_graph: Graph, optimized_graph: Graph, original: ModelSource, optimized: ModelSource,
-        inputs: Mapping[str, np.ndarray],
+        inputs: Mapping[str, np.ndarray], device: Device | None = None,
     ):
         self._sources, self.inputs = (original, optimized), inputs
+        self._device = device or cpu()
         self._cache = CostCache()
-        self._keys = _verdict_keys(_pair_signature(original_graph, optimized_graph, inputs, ""), _VERDICT_FIELDS)
+        signature = _pair_signature(original_graph, optimized_graph, inputs, "")
+        self._keys = _verdict_keys(signature, _VERDICT_FIELDS, self._device)
         self._remembered = self._cached()
         self._pairs: InterleavedPairs | None = None
 
     def optimized_outputs(self) -> dict[str, np.ndarray]:
         """The optimized model's outputs; raises BackendError if ORT refuses it."""
         if self._remembered is not None:
-            return run_model(self._sources[1], self.inputs)
-        self._pairs = InterleavedPairs(*self._sources, self.inputs, warmup=DECIDE_WARMUP)
+            return run_model(self._sources[1], self.inputs, providers=self._device.providers)
+        self._pairs = self._interleaved()
         return self._pairs.second_outputs()
+
+    def _interleaved(self) -> InterleavedPairs:
+        return InterleavedPairs(*self._sources, self.inputs, warmup=DECIDE_WARMUP, providers=self._device.providers)
 
     def verdict(self, deadline: float = math.inf) -> Verdict:
         """The measured decision; `deadline` (a `time.perf_counter()` value, the call's
         budget) bounds the rounds' extensions, never the two rounds themselves."""
         if self._remembered is not None:
             return self._remembered
-        pairs = self._pairs or InterleavedPairs(*self._sources, self.inputs, warmup=DECIDE_WARMUP)
+        pairs = self._pairs or self._interleaved()
         self._pairs = None  # the sessions are released once decided
         verdict = _decide_on(pairs, deadline)
         values = (float(verdict.faster), verdict.original_ms, verdict.optimized_ms, verdict.spread)
@@ -270,20 +300,21 @@ class MeasuredJudge:
 
     inputs: Mapping[str, np.ndarray]
     per_run_ms: float
+    device: Device = field(default_factory=cpu)
     _exported: dict[bytes, onnx.ModelProto] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def for_reference(cls, reference: ReferenceRun) -> MeasuredJudge | None:
-        """A judge on the reference run's inputs, or None if the model is too slow to
-        judge whole (or ORT could not run it)."""
+    def for_reference(cls, reference: ReferenceRun, device: Device | None = None) -> MeasuredJudge | None:
+        """A judge on the reference run's inputs (on `device`, where the reference ran), or
+        None if the model is too slow to judge whole (or ORT could not run it)."""
         timing = reference.timing
         if reference.error is not None or timing is None or timing.run_ms > MAX_JUDGED_MS:
             return None
-        return cls(reference.inputs, timing.run_ms)
+        return cls(reference.inputs, timing.run_ms, device or cpu())
 
     def __call__(self, current: Graph, candidate: Graph, deadline: float = math.inf) -> Judgement:
         signature = _pair_signature(current, candidate, self.inputs, "judge-sequential/")
-        cache, keys = CostCache(), _verdict_keys(signature, _JUDGEMENT_FIELDS)
+        cache, keys = CostCache(), _verdict_keys(signature, _JUDGEMENT_FIELDS, self.device)
         faster, speedup = cache.get(keys["faster"]), cache.get(keys["speedup"])
         if faster is not None and speedup is not None:
             return Judgement(speedup, bool(faster))
@@ -301,7 +332,8 @@ class MeasuredJudge:
         if time.perf_counter() + 2 * look_s > deadline:
             return Judgement(1.0, False, complete=False)
         try:
-            pairs = InterleavedPairs(self._export(current), export(candidate), self.inputs, warmup=2)
+            pairs = InterleavedPairs(self._export(current), export(candidate), self.inputs, warmup=2,
+                                     providers=self.device.providers)
             for looked in range(JUDGE_MAX_LOOKS):
                 if time.perf_counter() + look_s > deadline:
                     return Judgement(1.0, False, complete=False) if looked == 0 else _cut_short(pairs)

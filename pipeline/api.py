@@ -34,14 +34,15 @@ from taso._model_io import (
     write_text_atomic,
 )
 from taso._onnx_import import import_model
-from taso.backends import AnalyticalCostModel, ShapeProfile, get_backend
+from taso.backends import AnalyticalCostModel, ShapeProfile
 from taso.backends.compare import ReferenceRun, compare_outputs, run_reference, runnable
 from taso.backends.graph_cost import Folds
 from taso.backends.kernel_cost import KernelCostModel, weight_bytes
+from taso.backends.registry import BackendSpec, Pricing, backend_spec
 from taso.errors import BackendError, TasoWarning, UsageError
 from taso.ir import Graph
 from taso.pipeline._bodies import body_node_count, optimize_bodies
-from taso.pipeline._decide import MIN_SPEEDUP, Duel, MeasuredJudge, decide_seconds
+from taso.pipeline._decide import MIN_SPEEDUP, Device, Duel, MeasuredJudge, cpu, decide_seconds
 from taso.pipeline._export import export
 from taso.pipeline._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, run_search
 from taso.pipeline.budget import Budget
@@ -102,7 +103,7 @@ def optimize_onnx(
     `report_path`, if given, receives the report as JSON, written after the model.
     No path written (output, its `.data` file, the report) may be a file the input references.
     """
-    _validate_options(backend=backend, time_budget_s=time_budget_s, alpha=alpha)
+    target = _validate_options(backend=backend, time_budget_s=time_budget_s, alpha=alpha)
     budget = Budget.of(time_budget_s)
     profile = _profile(shapes)
     phases = _Phases()
@@ -116,7 +117,7 @@ def optimize_onnx(
 
     with _warnings_noted(note):
         return _optimize(
-            model, output, backend=backend, time_budget_s=time_budget_s, alpha=alpha, check=check, rules=rules,
+            model, output, target=target, time_budget_s=time_budget_s, alpha=alpha, check=check, rules=rules,
             profile=profile, say=say, note=note, notes=notes, base_dir=base_dir, report_path=report_path,
             phases=phases, budget=budget,
         )
@@ -142,7 +143,7 @@ def _warnings_noted(note: Callable[[str], None]) -> Iterator[None]:
 
 
 def _optimize(
-    model: str | os.PathLike[str] | onnx.ModelProto, output: str | os.PathLike[str] | None, *, backend: str,
+    model: str | os.PathLike[str] | onnx.ModelProto, output: str | os.PathLike[str] | None, *, target: _Target,
     time_budget_s: float, alpha: float, check: bool, rules: RulesArg, profile: ShapeProfile | None,
     say: Callable[[str], None], note: Callable[[str], None], notes: list[str], base_dir: str | os.PathLike[str] | None,
     report_path: str | os.PathLike[str] | None, phases: _Phases, budget: Budget,
@@ -154,10 +155,10 @@ def _optimize(
         check_model(loaded.model, path=loaded.path)
     say(f"loaded: {len(graph.nodes)} nodes")
     reference = None
-    if time_budget_s > 0 and (check or (backend == "ort-cpu" and not _has_external_weights(graph))):
+    if time_budget_s > 0 and (check or (target.spec.judges_sweeps and not _has_external_weights(graph))):
         # the check's expected outputs; the sweep judge's timing (no sweeps for external weights)
         with phases.time("check"):
-            reference = run_reference(_source(loaded), profile=profile)
+            reference = run_reference(_source(loaded), profile=profile, providers=target.device.providers)
     search_budget = _search_budget(budget, reference if check else None, say)
     if check and reference is not None and reference.error is not None and search_budget.seconds > 0:
         note(f"ONNX Runtime cannot run the original model, so no rewrite could be checked and none was searched "
@@ -165,7 +166,7 @@ def _optimize(
         search_budget = search_budget.cut(0.0)
     with phases.time("search"):
         outcome = _search(
-            _canonicalize(graph), budget=search_budget, alpha=alpha, rules=rules, backend=backend,
+            _canonicalize(graph), budget=search_budget, alpha=alpha, rules=rules, target=target,
             profile=profile, say=say, reference=reference, note=note,
         )
         outcome = _legalize(outcome)
@@ -174,7 +175,7 @@ def _optimize(
         candidate, outcome = _exported(outcome, original, note)
     result = _check_and_choose(
         loaded, graph, original, candidate, outcome, reference, check=check, profile=profile, phases=phases, say=say, notes=notes,
-        measured_costs=backend != "analytical", deadline=budget.decision_deadline(),
+        measured_costs=target.spec.pricing is Pricing.KERNELS, deadline=budget.decision_deadline(), device=target.device,
     )
     if out_path is not None:
         with phases.time("write"):
@@ -240,7 +241,7 @@ def _exported(
 
 
 def _search(
-    graph: Graph, *, budget: Budget, alpha: float, rules: RulesArg, backend: str,
+    graph: Graph, *, budget: Budget, alpha: float, rules: RulesArg, target: _Target,
     profile: ShapeProfile | None, say: Callable[[str], None], reference: ReferenceRun | None,
     note: Callable[[str], None],
 ) -> SearchOutcome:
@@ -256,7 +257,7 @@ def _search(
         return SearchOutcome(graph, {}, StopReason.NO_RULES)
     say(f"searching with {len(chosen)} proved rules for up to {budget.seconds:.1f} s")
     try:
-        return _search_all(graph, chosen, budget=budget, alpha=alpha, backend=backend,
+        return _search_all(graph, chosen, budget=budget, alpha=alpha, target=target,
                            profile=profile, say=say, reference=reference, note=note)
     except Exception as error:  # noqa: BLE001
         note(f"the search failed and was abandoned ({describe(error)}); the original is returned")
@@ -264,12 +265,12 @@ def _search(
 
 
 def _search_all(
-    graph: Graph, chosen: tuple[Rule, ...], *, budget: Budget, alpha: float, backend: str,
+    graph: Graph, chosen: tuple[Rule, ...], *, budget: Budget, alpha: float, target: _Target,
     profile: ShapeProfile | None, say: Callable[[str], None], reference: ReferenceRun | None,
     note: Callable[[str], None],
 ) -> SearchOutcome:
-    cost_model = _cost_model(graph, backend, profile, reference, note)
-    sweeping = _sweeping(graph, backend=backend, profile=profile, say=say, reference=reference, note=note)
+    cost_model = _cost_model(graph, target.spec.pricing, profile, reference, note)
+    sweeping = _sweeping(graph, target=target, profile=profile, say=say, reference=reference, note=note)
     in_bodies = body_node_count(graph)
     outcome = run_search(
         graph, rules=chosen, cost_model=cost_model, alpha=alpha, budget=budget.by_nodes(len(graph.nodes), len(graph.nodes) + in_bodies),
@@ -290,18 +291,20 @@ def _search_all(
 
 
 def _sweeping(
-    graph: Graph, *, backend: str, profile: ShapeProfile | None, say: Callable[[str], None],
+    graph: Graph, *, target: _Target, profile: ShapeProfile | None, say: Callable[[str], None],
     reference: ReferenceRun | None, note: Callable[[str], None],
 ) -> Sweeping | None:
     """The whole-model judge for rule sweeps, when the model can be judged whole.
 
-    Not for the analytical backend (no device), models whose weights live in external
-    files (each judged candidate would be serialized whole in memory), models ORT cannot
-    run, or models too slow per run to time a round in well under a second.
+    Not for backends that do not judge sweeps (analytical: no device), models whose
+    weights live in external files (each judged candidate would be serialized whole in
+    memory), models ORT cannot run, or models too slow per run to time a round in well
+    under a second. The judge runs on the backend's device; the kernel-cost screen only
+    where candidates are priced by ORT CPU's kernels.
     """
-    if backend != "ort-cpu" or graph.context is None or _has_external_weights(graph) or reference is None:
+    if not target.spec.judges_sweeps or graph.context is None or _has_external_weights(graph) or reference is None:
         return None
-    measured = MeasuredJudge.for_reference(reference)
+    measured = MeasuredJudge.for_reference(reference, target.device)
     if measured is None:
         if reference.error is None:
             say("rule sweeps skipped: the model is too slow per run to judge candidates whole")
@@ -318,7 +321,7 @@ def _sweeping(
     judge = guarded_judge(measured, on_failure=note)
     prior = GuardedCost(AnalyticalCostModel(profile=profile, folds=Folds.ORT), None, on_failure=note,
                         name="the sweep's analytical prior")
-    if weight_bytes(graph) > SCREEN_MAX_BYTES:
+    if target.spec.pricing is not Pricing.KERNELS or weight_bytes(graph) > SCREEN_MAX_BYTES:
         return Sweeping(judge, prior, on_step)
     screen = GuardedCost(KernelCostModel(profile=profile, whole_graph_bytes=math.inf), None, on_failure=note,
                          name="the sweep screen (kernel cost model)")  # sweeps are priced whole
@@ -343,26 +346,36 @@ def _has_external_weights(graph: Graph) -> bool:
     return any(init.is_external for init in graph.initializers.values())
 
 
-def _validate_options(*, backend: str, time_budget_s: float, alpha: float) -> None:
-    """Refuse bad options before any work: nothing is read or written yet."""
+@dataclass(frozen=True)
+class _Target:
+    """The backend's row of the table, and the device its runner found."""
+
+    spec: BackendSpec
+    device: Device
+
+
+def _validate_options(*, backend: str, time_budget_s: float, alpha: float) -> _Target:
+    """Refuse bad options before any work: nothing is read or written yet. A backend whose
+    device is missing (ort-cuda without onnxruntime-gpu or a GPU) is refused, never
+    replaced by another."""
     if time_budget_s < 0:
         raise UsageError(f"time budget must be >= 0 seconds, got {time_budget_s}")
     if alpha < 1.0:
         raise UsageError(f"alpha must be >= 1.0 (1.0: accept only improvements), got {alpha}")
+    spec = backend_spec(backend)
     try:
-        get_backend(backend)
-    except UsageError:
-        raise
+        runner = spec.runner()
     except BackendError as exc:
         raise UsageError(f"backend {backend!r} is not available here: {exc}") from None
+    return _Target(spec, Device.of(runner))
 
 
 def _cost_model(
-    graph: Graph, backend: str, profile: ShapeProfile | None, reference: ReferenceRun | None,
+    graph: Graph, pricing: Pricing, profile: ShapeProfile | None, reference: ReferenceRun | None,
     note: Callable[[str], None],
 ) -> CostModel:
     analytical = AnalyticalCostModel(profile=profile)
-    if backend == "analytical":
+    if pricing is Pricing.ANALYTICAL:
         return GuardedCost(analytical, None, on_failure=note, name="the analytical cost model")
     model = KernelCostModel(profile=profile)
     if reference is not None and reference.timing is not None:
@@ -400,6 +413,7 @@ def _check_and_choose(
     notes: list[str],
     measured_costs: bool,
     deadline: float = math.inf,
+    device: Device | None = None,
 ) -> OptimizeResult:
     """Check and measure the candidate; pick what to return.
 
@@ -422,9 +436,10 @@ def _check_and_choose(
         if check and outcome.applied and decision is not Decision.NOT_PREDICTED_FASTER:
             with phases.time("check"):
                 say("checking outputs against the original on ONNX Runtime")
-                reference = reference or run_reference(runnable_original, profile=profile)
+                reference = reference or run_reference(runnable_original, profile=profile,
+                                                       providers=(device or cpu()).providers)
                 inputs, expected = reference.inputs, reference.expected()
-                duel = Duel(original_graph, outcome.graph, runnable_original, runnable_candidate, inputs)
+                duel = Duel(original_graph, outcome.graph, runnable_original, runnable_candidate, inputs, device)
                 try:
                     got = duel.optimized_outputs()
                 except BackendError as exc:  # the original runs, the optimized model does not
