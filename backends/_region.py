@@ -116,13 +116,16 @@ def extract_region(graph: Graph, node_ids: Iterable[int], shapes: ShapeOf) -> Re
 def _with_constant_cones(graph: Graph, ids: set[int]) -> set[int]:
     constant: dict[int, bool] = {}
 
-    def is_constant(node_id: int) -> bool:
+    def computed_from_weights(node_id: int) -> bool:
+        """A node whose inputs are all initializers or outputs of such nodes: its value is
+        fixed once the weights are (any op, unlike `taso._constness`, which is about what
+        export knows); the region pulls it in so ORT can fold or pre-pack it."""
         if node_id not in constant:
             constant[node_id] = False  # guards against cycles
             node = graph.nodes[node_id]
             constant[node_id] = bool(node.inputs) and all(
                 not name or name in graph.initializers
-                or (name in graph.producers and is_constant(graph.producers[name][0]))
+                or (name in graph.producers and computed_from_weights(graph.producers[name][0]))
                 for name in node.inputs
             )
         return constant[node_id]
@@ -132,7 +135,7 @@ def _with_constant_cones(graph: Graph, ids: set[int]) -> set[int]:
         node = graph.nodes[stack.pop()]
         for name in node.inputs:
             source = graph.producers.get(name)
-            if source and source[0] not in ids and is_constant(source[0]):
+            if source and source[0] not in ids and computed_from_weights(source[0]):
                 ids.add(source[0])
                 stack.append(source[0])
     return ids
