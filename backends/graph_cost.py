@@ -48,7 +48,7 @@ from taso.backends._session import ModelSource
 from taso.backends.analytical import AnalyticalBackend, _itemsize, _NodeShapes
 from taso.backends.cost_cache import CostCache, CostKey
 from taso.backends.inputs import make_inputs
-from taso.backends.ort_backends import OrtCpuBackend
+from taso.backends.ort_backends import OrtCpuBackend, OrtCudaBackend
 from taso.backends.profiles import ShapeProfile
 from taso.backends.timing import measure_interleaved, measure_latency
 from taso.errors import BackendError
@@ -196,7 +196,10 @@ def _declared_shape(name: str, declared: TensorType | None) -> tuple[Dim, ...] |
 
 
 class MeasuredCostModel:
-    """ORT CPU latency: whole graph once, then differential region measurements.
+    """ORT latency: whole graph once, then differential region measurements.
+
+    On ORT CPU unless `runner` (an ORT backend: its `providers` and `device`) says
+    otherwise: `ort-cuda` prices candidates this way on the CUDA execution provider.
 
     `hops`: neighbourhood radius around a change (1 by default; see the fidelity notes
     in `benchmarks.fidelity`). `cache`: the user's persistent `CostCache` unless given;
@@ -212,7 +215,10 @@ class MeasuredCostModel:
         cache: CostCache | None | UseDefault = UseDefault.CACHE,
         timing: Timing = Timing(),
         fallback: AnalyticalCostModel | None = None,
+        runner: OrtCpuBackend | OrtCudaBackend | None = None,
     ):
+        runner = runner or OrtCpuBackend(threads=threads, cache=None)
+        self.providers = runner.providers
         self.profile = profile
         self.threads = threads
         self.hops = hops
@@ -222,7 +228,7 @@ class MeasuredCostModel:
         self.records: list[RegionRecord] = []
         self._shapes: ConcreteShapes | None = None
         self._seeded: dict[bytes, float] = {}
-        self._device = OrtCpuBackend(threads=threads, cache=None).device
+        self._device = runner.device
 
     # ----- CostModel ------------------------------------------------------------------
     def cost(self, graph: Graph) -> float:
@@ -296,17 +302,20 @@ class MeasuredCostModel:
         if len(regions) == 1:
             return [self._measure_one(regions[0].source, inputs)]
         first, second = (r.source for r in regions)
-        probe = measure_interleaved(first, second, inputs, repeats=3, warmup=1, threads=self.threads)
+        probe = measure_interleaved(first, second, inputs, repeats=3, warmup=1, threads=self.threads,
+                                    providers=self.providers)
         repeats = self.timing.repeats_for(probe.a.median_ms + probe.b.median_ms)
         timing = measure_interleaved(
-            first, second, inputs, repeats=repeats, warmup=self.timing.warmup, threads=self.threads
+            first, second, inputs, repeats=repeats, warmup=self.timing.warmup, threads=self.threads,
+            providers=self.providers,
         )
         return [timing.a.median_ms, timing.b.median_ms]
 
     def _measure_one(self, model: ModelSource, inputs: Mapping[str, np.ndarray]) -> float:
-        probe = measure_latency(model, inputs, repeats=3, warmup=1, threads=self.threads)
+        probe = measure_latency(model, inputs, repeats=3, warmup=1, threads=self.threads, providers=self.providers)
         repeats = self.timing.repeats_for(probe.median_ms)
-        stats = measure_latency(model, inputs, repeats=repeats, warmup=self.timing.warmup, threads=self.threads)
+        stats = measure_latency(model, inputs, repeats=repeats, warmup=self.timing.warmup, threads=self.threads,
+                                providers=self.providers)
         return stats.median_ms
 
 

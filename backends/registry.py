@@ -3,7 +3,7 @@
 | name         | check, judge, decision run on    | candidates priced by                        | sweeps judged |
 |--------------|----------------------------------|---------------------------------------------|---------------|
 | `ort-cpu`    | ORT CPU                          | the kernels ORT CPU compiles (KernelCostModel) | yes        |
-| `ort-cuda`   | ORT CUDA (onnxruntime-gpu + GPU) | the analytical model (no CUDA kernel pricing yet) | yes     |
+| `ort-cuda`   | ORT CUDA (onnxruntime-gpu + GPU) | changed regions measured on CUDA (MeasuredCostModel) | yes  |
 | `analytical` | ORT CPU (the check only)         | the analytical model, no device             | no            |
 
 `ort-cuda` without onnxruntime-gpu or a working CUDA device is refused (BackendError;
@@ -27,6 +27,7 @@ class Pricing(enum.Enum):
     """How the search prices candidate graphs."""
 
     KERNELS = "the kernels ONNX Runtime CPU compiles, each profiled once in context"
+    MEASURED = "the changed regions, measured on the backend's device"
     ANALYTICAL = "FLOPs and bytes moved (a roofline estimate, no device)"
 
 
@@ -45,7 +46,7 @@ class BackendSpec:
 
 BACKENDS: dict[str, BackendSpec] = {
     "ort-cpu": BackendSpec("ort-cpu", OrtCpuBackend, Pricing.KERNELS, judges_sweeps=True),
-    "ort-cuda": BackendSpec("ort-cuda", OrtCudaBackend, Pricing.ANALYTICAL, judges_sweeps=True),
+    "ort-cuda": BackendSpec("ort-cuda", OrtCudaBackend, Pricing.MEASURED, judges_sweeps=True),
     "analytical": BackendSpec("analytical", OrtCpuBackend, Pricing.ANALYTICAL, judges_sweeps=False),
 }
 

@@ -36,8 +36,9 @@ from taso._model_io import (
 from taso._onnx_import import import_model
 from taso.backends import AnalyticalCostModel, ShapeProfile
 from taso.backends.compare import ReferenceRun, compare_outputs, run_reference, runnable
-from taso.backends.graph_cost import Folds
+from taso.backends.graph_cost import Folds, MeasuredCostModel
 from taso.backends.kernel_cost import KernelCostModel, weight_bytes
+from taso.backends.ort_backends import OrtCpuBackend, OrtCudaBackend
 from taso.backends.registry import BackendSpec, Pricing, backend_spec
 from taso.errors import BackendError, TasoWarning, UsageError
 from taso.ir import Graph
@@ -269,7 +270,7 @@ def _search_all(
     profile: ShapeProfile | None, say: Callable[[str], None], reference: ReferenceRun | None,
     note: Callable[[str], None],
 ) -> SearchOutcome:
-    cost_model = _cost_model(graph, target.spec.pricing, profile, reference, note)
+    cost_model = _cost_model(graph, target, profile, reference, note)
     sweeping = _sweeping(graph, target=target, profile=profile, say=say, reference=reference, note=note)
     in_bodies = body_node_count(graph)
     outcome = run_search(
@@ -351,7 +352,11 @@ class _Target:
     """The backend's row of the table, and the device its runner found."""
 
     spec: BackendSpec
-    device: Device
+    runner: OrtCpuBackend | OrtCudaBackend
+
+    @property
+    def device(self) -> Device:
+        return Device.of(self.runner)
 
 
 def _validate_options(*, backend: str, time_budget_s: float, alpha: float) -> _Target:
@@ -367,23 +372,28 @@ def _validate_options(*, backend: str, time_budget_s: float, alpha: float) -> _T
         runner = spec.runner()
     except BackendError as exc:
         raise UsageError(f"backend {backend!r} is not available here: {exc}") from None
-    return _Target(spec, Device.of(runner))
+    return _Target(spec, runner)
 
 
 def _cost_model(
-    graph: Graph, pricing: Pricing, profile: ShapeProfile | None, reference: ReferenceRun | None,
+    graph: Graph, target: _Target, profile: ShapeProfile | None, reference: ReferenceRun | None,
     note: Callable[[str], None],
 ) -> CostModel:
     analytical = AnalyticalCostModel(profile=profile)
+    pricing = target.spec.pricing
     if pricing is Pricing.ANALYTICAL:
         return GuardedCost(analytical, None, on_failure=note, name="the analytical cost model")
-    model = KernelCostModel(profile=profile)
+    model: KernelCostModel | MeasuredCostModel = (
+        KernelCostModel(profile=profile) if pricing is Pricing.KERNELS
+        else MeasuredCostModel(profile=profile, runner=target.runner, fallback=analytical)
+    )
+    name = "the kernel cost model" if pricing is Pricing.KERNELS else "the measured cost model"
     if reference is not None and reference.timing is not None:
         try:
             model.seed(graph, reference.timing.run_ms)
         except Exception as error:  # noqa: BLE001
-            note(f"the kernel cost model could not be seeded ({describe(error)})")
-    return GuardedCost(model, analytical, on_failure=note, name="the kernel cost model")
+            note(f"{name} could not be seeded ({describe(error)})")
+    return GuardedCost(model, analytical, on_failure=note, name=name)
 
 
 def _throttled(say: Callable[[str], None], every_s: float = 1.0) -> Callable[[SearchProgress], None]:

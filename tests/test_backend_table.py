@@ -2,7 +2,8 @@
 
 Before it, `backend="ort-cuda"` was accepted and then checked, judged and priced on the
 CPU (issue 17). Here a stand-in runner with its own provider options proves that every
-session the pipeline creates for an `ort-cuda` run uses the runner's providers; on a
+session the pipeline creates for an `ort-cuda` run (reference, check, cost model, sweep
+judge, decision) uses the runner's providers; on a
 machine with onnxruntime-gpu and a GPU the `gpu` test runs the real thing.
 """
 
@@ -68,7 +69,7 @@ def test_ort_cuda_without_a_gpu_is_refused_not_replaced(tmp_path, capsys) -> Non
 @pytest.mark.ort
 def test_an_ort_cuda_run_checks_judges_and_decides_on_its_device(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(BACKENDS, "ort-cuda", BACKENDS["ort-cuda"].__class__(
-        "ort-cuda", StandInRunner, Pricing.ANALYTICAL, judges_sweeps=True))
+        "ort-cuda", StandInRunner, Pricing.MEASURED, judges_sweeps=True))
     seen: list[tuple] = []
     real = _session.create_session
 
