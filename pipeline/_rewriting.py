@@ -24,7 +24,7 @@ from taso.report import StopReason
 from taso.search import CostModel, Rewrite, SearchProgress, search
 from taso.search.sweep import Judge, SweepStep, sweep
 from taso.substitutions.matching import apply, find_matches
-from taso.substitutions.rule import ProofStatus, Rule, RuleLibrary, load_rules
+from taso.substitutions.rule import ProofStatus, Rule, RuleError, RuleLibrary, load_rules
 
 RulesArg = str | os.PathLike[str] | RuleLibrary | Sequence[Rule] | None
 
@@ -53,16 +53,17 @@ def default_rules() -> tuple[Rule, ...]:
 
 
 def resolve_rules(rules: RulesArg) -> tuple[Rule, ...]:
-    """The proved rules to search with; a rule file that cannot be read is a usage error."""
+    """The proved rules to search with; a rule file that cannot be read, or is not a rule
+    file, is a usage error whose one line names the file."""
     if rules is None:
         chosen = default_rules()
     elif isinstance(rules, RuleLibrary):
         chosen = rules.rules
     elif isinstance(rules, str | os.PathLike):
-        path = Path(rules)
-        if not path.is_file():
-            raise UsageError(f"{path}: no such rule file")
-        chosen = load_rules(path).rules
+        try:
+            chosen = load_rules(Path(rules)).rules
+        except RuleError as exc:  # missing, unreadable, not JSON, not a rule file: the caller's input
+            raise UsageError(str(exc)) from None
     else:
         chosen = tuple(rules)
     return tuple(r for r in chosen if r.proof.status is ProofStatus.PROVED)

@@ -105,6 +105,8 @@ def optimize_onnx(
     No path written (output, its `.data` file, the report) may be a file the input references.
     """
     target = _validate_options(backend=backend, time_budget_s=time_budget_s, alpha=alpha)
+    if isinstance(rules, str | os.PathLike):  # a bad rule file is refused before the model is loaded
+        rules = resolve_rules(rules)
     budget = Budget.of(time_budget_s)
     profile = _profile(shapes)
     phases = _Phases()

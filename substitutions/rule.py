@@ -303,6 +303,8 @@ def _param_to_json(value: ParamValue) -> object:
 
 
 def rule_from_json(data: Mapping[str, object]) -> Rule:
+    if not isinstance(data, Mapping):
+        raise RuleError(f"a rule is a JSON {type(data).__name__}, not an object")
     try:
         proof = dict(data.get("proof", {}))  # type: ignore[call-overload]
         rule = Rule(
@@ -372,21 +374,48 @@ def dump_rules(library: RuleLibrary) -> str:
 
 
 def load_rules(source: str | Path | Iterable[Mapping[str, object]]) -> RuleLibrary:
-    """Load and validate a rule file (path or JSON text) or a list of rule dicts."""
+    """Load and validate a rule file (path or JSON text) or a list of rule dicts.
+
+    Every problem with a file (unreadable, not JSON, not a rule file) is a `RuleError`
+    whose one-line message starts with the file's path.
+    """
     if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("{")):
-        text = Path(source).read_text()
-    elif isinstance(source, str):
-        text = source
-    else:
-        return RuleLibrary(tuple(rule_from_json(r) for r in source))
+        path = Path(source)
+        try:
+            return _library_from_text(path.read_text(encoding="utf-8"))
+        except RuleError as exc:
+            raise RuleError(f"{path}: {exc}") from None
+        except UnicodeDecodeError:
+            raise RuleError(f"{path}: not a rule file (not UTF-8 text)") from None
+        except IsADirectoryError:
+            raise RuleError(f"{path}: not a file (a folder)") from None
+        except FileNotFoundError:
+            raise RuleError(f"{path}: no such rule file") from None
+        except OSError as exc:
+            raise RuleError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if isinstance(source, str):
+        return _library_from_text(source)
+    return RuleLibrary(tuple(rule_from_json(r) for r in source))
+
+
+def _library_from_text(text: str) -> RuleLibrary:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise RuleError(f"rule file is not JSON: {exc}") from None
+        raise RuleError(f"not a rule file (not JSON: {exc})") from None
+    if not isinstance(data, dict):
+        raise RuleError(f'not a rule file (a JSON {type(data).__name__}, not an object with "format" and "rules")')
     if data.get("format") != FORMAT_VERSION:
-        raise RuleError(f"rule file format {data.get('format')!r} is not {FORMAT_VERSION}")
-    rules = tuple(rule_from_json(r) for r in data["rules"])
+        found = "no" if "format" not in data else f"{data['format']!r} as"
+        raise RuleError(f"not a rule file of format {FORMAT_VERSION} ({found} \"format\")")
+    entries = data.get("rules")
+    if not isinstance(entries, list):
+        raise RuleError(f'not a rule file ("rules" is {type(entries).__name__}, not a list of rules)')
+    rules = tuple(rule_from_json(r) for r in entries)
     ids = [r.id for r in rules]
     if len(set(ids)) != len(ids):
         raise RuleError("rule file has duplicate rule ids")
-    return RuleLibrary(rules, tuple(sorted(data.get("provenance", {}).items())))
+    provenance = data.get("provenance", {})
+    if not isinstance(provenance, dict):
+        raise RuleError('"provenance" is not an object')
+    return RuleLibrary(rules, tuple(sorted(provenance.items())))

@@ -1,0 +1,94 @@
+"""The rough edges of the two CLIs (issue 20): bad rule files, shapes, bare `taso`, pipes.
+
+Every bad input exits 2 with one line on stderr and no traceback, decided before the
+model is loaded where the option alone shows it is bad.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import taso
+from taso.pipeline._rewriting import default_rules, resolve_rules
+from taso.pipeline.cli import main as taso_main
+from taso.substitutions.generate.cli import main as gen_main
+from taso.substitutions.rule import ProofStatus, RuleLibrary, dump_rules
+from tests.helpers import models
+
+
+def _write(text: str | bytes) -> Callable[[Path], Path]:
+    def make(path: Path) -> Path:
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text)
+        return path
+
+    return make
+
+
+BAD_RULE_FILES: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "missing": (lambda p: p, "no such"),
+    "a folder": (lambda p: (p.mkdir(), p)[1], "not a file"),
+    "empty object": (_write("{}"), "format"),
+    "a list": (_write("[1, 2]"), "object"),
+    "a text file": (_write("hello, rules\n"), "not JSON"),
+    "binary": (_write(b"\xff\xfe\x00\x81 not text"), "not"),
+    "rules not a list": (_write('{"format": 1, "rules": 3}'), "rules"),
+    "a rule not an object": (_write('{"format": 1, "rules": [1]}'), "rule"),
+}
+
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    return lines[0]
+
+
+def _model(tmp_path: Path) -> Path:
+    path = tmp_path / "in.onnx"
+    path.write_bytes(models.conv_net().SerializeToString())
+    return path
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RULE_FILES))
+def test_bad_rules_file_is_a_usage_error(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    make, needle = BAD_RULE_FILES[case]
+    rules = make(tmp_path / "rules.json")
+    # the model does not exist either: the rule file is judged first, before any loading
+    code = taso_main(["optimize", str(tmp_path / "nosuch.onnx"), "-o", str(tmp_path / "o.onnx"),
+                      "--rules", str(rules), "--backend", "analytical", "-q"])
+    line = _one_line(capsys.readouterr().err)
+    assert code == 2, line
+    assert line.startswith("taso: error:") and str(rules) in line, line
+    assert needle.lower() in line.lower(), line
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RULE_FILES))
+def test_bad_rules_file_in_the_api(case: str, tmp_path: Path) -> None:
+    make, _ = BAD_RULE_FILES[case]
+    rules = make(tmp_path / "rules.json")
+    with pytest.raises(taso.UsageError, match="rules.json"):
+        taso.optimize_onnx(tmp_path / "nosuch.onnx", time_budget_s=0, rules=rules, backend="analytical")
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RULE_FILES))
+def test_verify_bad_rules_file(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    make, needle = BAD_RULE_FILES[case]
+    rules = make(tmp_path / "rules.json")
+    code = gen_main(["verify", str(rules)])
+    line = _one_line(capsys.readouterr().err)
+    assert code == 2, line
+    assert line.startswith("taso-gen: error:") and str(rules) in line, line
+    assert "Errno" not in line and needle.lower() in line.lower(), line
+
+
+def test_good_rules_file_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "rules.json"
+    path.write_text(dump_rules(RuleLibrary(default_rules()[:3])))
+    assert len(resolve_rules(path)) == len([r for r in default_rules()[:3] if r.proof.status is ProofStatus.PROVED])
+
