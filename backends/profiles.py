@@ -62,14 +62,15 @@ class ShapeProfile:
     def parse(cls, spec: str | Iterable[str]) -> ShapeProfile:
         """Parse `name=1x3x224x224` (an input's shape) and `name=4` (a symbol's value).
 
-        `spec` is one string with comma-separated items or an iterable of items.
+        `name:1,3,224,224` and `name:1x3x224x224` (the syntax of other tools) are aliases
+        of `name=1x3x224x224`. `spec` is one string with comma-separated items or an
+        iterable of items; the commas of a `name:1,3,...` item belong to its shape.
         """
-        items = spec.split(",") if isinstance(spec, str) else list(spec)
+        pieces = spec.split(",") if isinstance(spec, str) else [p for item in spec for p in item.split(",")]
         shapes: dict[str, Shape] = {}
         dims: dict[str, int] = {}
-        for item in (item.strip() for item in items):
-            if item:
-                _parse_item(item, shapes, dims)
+        for item in _items(pieces):
+            _parse_item(item, shapes, dims)
         return cls.of(shapes=shapes, dims=dims)
 
     def shape_of(self, name: str) -> Shape | None:
@@ -84,15 +85,35 @@ class ShapeProfile:
         return ",".join(parts)
 
 
+ACCEPTED_FORMS = "NAME=1x3x224x224, NAME:1,3,224,224 or NAME=4 (a dimension's value)"
+
+
+def _items(pieces: Iterable[str]) -> list[str]:
+    """Comma-separated pieces grouped into items: a bare size after `name:` continues its shape."""
+    items: list[str] = []
+    for piece in (p.strip() for p in pieces):
+        if not piece:
+            continue
+        continues = items and "=" not in items[-1] and ":" in items[-1] and piece.isdigit()
+        if continues:
+            items[-1] += "," + piece
+        else:
+            items.append(piece)
+    return items
+
+
 def _parse_item(item: str, shapes: dict[str, Shape], dims: dict[str, int]) -> None:
-    name, equals, value = item.rpartition("=")
-    if not equals or not name:
-        raise UsageError(f"bad shape profile item {item!r}: expected NAME=1x3x224x224 or NAME=4")
+    """One `name=...` or `name:...` item; `=` wins, so `input:0=1x3` names `input:0`."""
+    separator = "=" if "=" in item else ":"
+    name, found, value = (part.strip() for part in item.rpartition(separator))
+    if not found or not name:
+        raise UsageError(f"bad shape item {item!r}: expected {ACCEPTED_FORMS}")
+    parts = value.lower().replace(",", "x").split("x")
     try:
-        sizes = tuple(int(part) for part in value.lower().split("x"))
+        sizes = tuple(int(part) for part in parts)
     except ValueError:
-        raise UsageError(f"bad shape profile item {item!r}: sizes must be integers") from None
-    if "x" in value.lower():
+        raise UsageError(f"bad shape item {item!r}: sizes must be integers, as in {ACCEPTED_FORMS}") from None
+    if len(sizes) > 1:
         shapes[name] = sizes
     else:
         dims[name] = sizes[0]
@@ -154,6 +175,20 @@ def real_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
     return [value for value in graph.input if value.name not in initializers]
 
 
+def check_profile_names(model: onnx.ModelProto, profile: ShapeProfile | None) -> None:
+    """UsageError for the first profile entry that names neither an input nor a dimension
+    of `model`: said as soon as the model is loaded, before any search."""
+    if profile is not None:
+        _split_profile({value.name: _known_dims(value) for value in real_inputs(model.graph)}, profile)
+
+
+def _known_dims(value: onnx.ValueInfoProto) -> list[_Dim] | None:
+    try:
+        return _declared_dims(value)
+    except BackendError:  # a map input: no dims to name (what runs it says so)
+        return None
+
+
 def resolve_shapes(model: onnx.ModelProto, profile: ShapeProfile | None = None) -> dict[str, Shape]:
     """Concrete shapes for every real input of `model` under `profile` and the defaults."""
     inputs = {value.name: _declared_dims(value) for value in real_inputs(model.graph)}
@@ -192,7 +227,8 @@ def _split_profile(
             raise UsageError(f"shape profile names {name!r}: neither a dimension nor an input")
     for name in explicit:
         if name not in inputs:
-            raise UsageError(f"shape profile names {name!r}, which is not a model input")
+            known = ", ".join(list(inputs)[:8]) + (", ..." if len(inputs) > 8 else "")
+            raise UsageError(f"shape profile names {name!r}, which is not a model input (its inputs: {known})")
     return explicit, symbols
 
 

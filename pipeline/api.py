@@ -39,6 +39,7 @@ from taso.backends.compare import ReferenceRun, compare_outputs, run_reference, 
 from taso.backends.graph_cost import Folds, MeasuredCostModel
 from taso.backends.kernel_cost import KernelCostModel, weight_bytes
 from taso.backends.ort_backends import OrtCpuBackend, OrtCudaBackend
+from taso.backends.profiles import check_profile_names
 from taso.backends.registry import BackendSpec, Pricing, backend_spec
 from taso.errors import BackendError, TasoWarning, UsageError
 from taso.ir import Graph
@@ -156,6 +157,7 @@ def _optimize(
         out_path, report_out = _output_paths(loaded, output, report_path)
         graph = import_model(loaded.model, base_dir=loaded.base_dir)
         check_model(loaded.model, path=loaded.path)
+        check_profile_names(loaded.model, profile)  # a --shape naming no input: said before any search
     say(f"loaded: {len(graph.nodes)} nodes")
     reference = None
     if time_budget_s > 0 and (check or (target.spec.judges_sweeps and not _has_external_weights(graph))):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import taso
+from taso.backends import ShapeProfile
 from taso.pipeline._rewriting import default_rules, resolve_rules
 from taso.pipeline.cli import main as taso_main
 from taso.substitutions.generate.cli import main as gen_main
@@ -92,3 +93,45 @@ def test_good_rules_file_still_loads(tmp_path: Path) -> None:
     path.write_text(dump_rules(RuleLibrary(default_rules()[:3])))
     assert len(resolve_rules(path)) == len([r for r in default_rules()[:3] if r.proof.status is ProofStatus.PROVED])
 
+
+
+# --shape: other tools' syntax, malformed items, names the model lacks
+
+
+@pytest.mark.parametrize("spec", ["x:1,3,224,224", "x:1x3x224x224", "x=1x3x224x224", " x : 1, 3, 224, 224 "])
+def test_shape_colon_syntax_is_an_alias(spec: str) -> None:
+    assert ShapeProfile.parse(spec) == ShapeProfile.of(shapes={"x": (1, 3, 224, 224)})
+
+
+def test_shape_colon_items_mix_with_others() -> None:
+    expected = ShapeProfile.of(shapes={"x": (1, 3, 8, 8), "mask": (1, 7)}, dims={"batch": 2})
+    assert ShapeProfile.parse("x:1,3,8,8,batch=2,mask:1,7") == expected
+    assert ShapeProfile.parse(["x:1,3,8,8", "batch=2", "mask=1x7"]) == expected
+    assert ShapeProfile.parse("input:0=1x3") == ShapeProfile.of(shapes={"input:0": (1, 3)})
+
+
+@pytest.mark.parametrize("spec", ["x", "x:", "=3", "x=1x?", "x:a,b", "3,x=1x2"])
+def test_malformed_shape_item_shows_the_accepted_forms(spec: str) -> None:
+    with pytest.raises(taso.UsageError) as info:
+        ShapeProfile.parse(spec)
+    message = str(info.value)
+    assert "NAME=1x3x224x224" in message and "NAME:1,3,224,224" in message and "\n" not in message
+
+
+def test_cli_accepts_the_colon_syntax(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = taso_main(["optimize", str(_model(tmp_path)), "-o", str(tmp_path / "o.onnx"), "--shape", "x:1,3,16,16",
+                      "--backend", "analytical", "--no-check", "--time-budget", "0", "-q"])
+    assert code == 0, capsys.readouterr().err
+
+
+def test_unknown_shape_input_is_refused_before_the_search(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["optimize", str(_model(tmp_path)), "-o", str(tmp_path / "o.onnx"), "--shape", "nosuch=1x3x8x8",
+            "--backend", "analytical", "--no-check", "--time-budget", "1"]
+    code = taso_main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "searching" not in err and "search:" not in err, err
+    assert not (tmp_path / "o.onnx").exists()
+    code = taso_main([*argv, "-q"])
+    line = _one_line(capsys.readouterr().err)
+    assert code == 2 and "'nosuch'" in line and "not a model input" in line, line
