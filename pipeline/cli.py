@@ -38,12 +38,13 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="taso", description="Make ONNX models faster with verified graph rewrites.")
     parser.add_argument("--version", action="version", version=f"taso-onnx {_version()}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    commands = parser.add_subparsers(dest="command", metavar="command", parser_class=_Parser)
     opt = commands.add_parser("optimize", help="optimize a model")
     opt.add_argument("input", type=Path, help="input .onnx model (never modified)")
     opt.add_argument("-o", "--output", type=Path, required=True, help="where to write the result")
     opt.add_argument("--report", type=Path, help="also write the report as JSON here")
-    opt.add_argument("--backend", default="ort-cpu", choices=["ort-cpu", "ort-cuda", "analytical"])
+    opt.add_argument("--backend", default="ort-cpu", choices=["ort-cpu", "ort-cuda", "analytical"], help=BACKEND_HELP)
     opt.add_argument("--time-budget", type=float, default=None, metavar="S", help="seconds for the whole optimization: load, search, check, measure (0: no search)")
     opt.add_argument("--alpha", type=float, default=1.05, help="relaxation factor of the search")
     opt.add_argument("--no-check", action="store_true", help="skip the numeric check against the original")
@@ -53,7 +54,17 @@ def _parser() -> argparse.ArgumentParser:
         help="fill dynamic dims for checking/measuring: input=1x3x640x640 or symbol=4 (repeatable)",
     )
     opt.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    opt.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
     return parser
+
+
+BACKEND_HELP = (
+    "ort-cpu: candidates priced by the kernels ORT CPU compiles, sweeps measured (the default); "
+    "ort-cuda: the check, the pricing, the sweeps and the decision all on the CUDA execution provider "
+    "(needs onnxruntime-gpu and a GPU; refused otherwise, never run on the CPU instead); "
+    "analytical: no device for the search (analytical costs; the check still runs on ORT CPU)"
+)
+DEBUG_HELP = "on an internal error, show the traceback instead of one line"
 
 
 def _version() -> str:
@@ -65,16 +76,21 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     previous = _on_sigterm(_raise_terminated)
+    debug = False
     try:
-        args = _parser().parse_args(argv)
+        parser = _parser()
+        args = parser.parse_args(argv)
+        debug = args.debug
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
         return _optimize(args)
-    except _UsageFailure as exc:
-        print(f"taso: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except InputError as exc:
+    except (_UsageFailure, InputError) as exc:
         print(f"taso: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except TasoError as exc:
+        if debug:
+            raise
         print(f"taso: internal error: {exc}", file=sys.stderr)
         return EXIT_INTERNAL
     except KeyboardInterrupt:
@@ -83,7 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _Terminated:
         print("taso: terminated; nothing was written", file=sys.stderr)
         return EXIT_SIGTERM
-    except Exception as exc:  # a bug: still one line, but say it is ours
+    except Exception as exc:  # a bug: still one line, but say it is ours (--debug: the traceback)
+        if debug:
+            raise
         print(f"taso: internal error ({type(exc).__name__}): {exc}", file=sys.stderr)
         return EXIT_INTERNAL
     finally:

@@ -13,6 +13,7 @@ import pytest
 
 import taso
 from taso.backends import ShapeProfile
+from taso.pipeline import api
 from taso.pipeline._rewriting import default_rules, resolve_rules
 from taso.pipeline.cli import main as taso_main
 from taso.substitutions.generate.cli import main as gen_main
@@ -135,3 +136,42 @@ def test_unknown_shape_input_is_refused_before_the_search(tmp_path: Path, capsys
     code = taso_main([*argv, "-q"])
     line = _one_line(capsys.readouterr().err)
     assert code == 2 and "'nosuch'" in line and "not a model input" in line, line
+
+
+# bare `taso`, --backend's help, --debug
+
+
+def test_bare_taso_prints_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    code = taso_main([])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "required: command" not in err and "optimize" in err and "usage: taso" in err, err
+
+
+def test_backend_has_a_help_text(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        taso_main(["optimize", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for needle in ("ort-cpu:", "ort-cuda:", "analytical:", "onnxruntime-gpu", "no device"):
+        assert needle in text, text
+
+
+def _broken(*_args: object, **_kwargs: object) -> None:
+    raise RuntimeError("a bug in taso")
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_debug_shows_the_traceback(where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(api, "optimize_onnx", _broken)
+    argv = ["optimize", str(_model(tmp_path)), "-o", str(tmp_path / "o.onnx"), "-q"]
+    assert taso_main(argv) == 1
+    assert "internal error (RuntimeError): a bug in taso" in _one_line_internal(capsys.readouterr().err)
+    with pytest.raises(RuntimeError, match="a bug in taso"):
+        taso_main(["--debug", *argv] if where == "before" else [*argv, "--debug"])
+
+
+def _one_line_internal(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
