@@ -7,6 +7,7 @@ Exit codes: 0 success, 2 bad input or usage (one line on stderr, no traceback),
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -16,6 +17,7 @@ from taso.errors import InputError, TasoError
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
 EXIT_SIGINT, EXIT_SIGTERM = 130, 143  # 128 + signal number, as shells report it
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 
 
 class _Terminated(BaseException):
@@ -84,7 +86,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
-        return _optimize(args)
+        code = _optimize(args)
+        sys.stdout.flush()  # a reader that left is noticed here, not in the flush at exit
+        return code
+    except BrokenPipeError:  # `taso ... | head -1`: the reader left; so do we, quietly
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except (_UsageFailure, InputError) as exc:
         print(f"taso: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -106,6 +113,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
     finally:
         _on_sigterm(previous)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the flush at exit does not fail on the closed pipe."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor (a test's stdout): nothing to flush there
+        pass
 
 
 def _on_sigterm(handler: object) -> object:

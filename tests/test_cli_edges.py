@@ -6,6 +6,9 @@ model is loaded where the option alone shows it is bad.
 
 from __future__ import annotations
 
+import io
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +18,7 @@ import taso
 from taso.backends import ShapeProfile
 from taso.pipeline import api
 from taso.pipeline._rewriting import default_rules, resolve_rules
+from taso.pipeline.cli import EXIT_BROKEN_PIPE
 from taso.pipeline.cli import main as taso_main
 from taso.substitutions.generate.cli import main as gen_main
 from taso.substitutions.rule import ProofStatus, RuleLibrary, dump_rules
@@ -175,3 +179,37 @@ def _one_line_internal(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
     return lines[0]
+
+
+# `| head -1`: the reader leaves; both CLIs exit quietly
+
+
+class _ClosedPipe(io.StringIO):
+    """A stdout whose reader has gone (`| head -1` after its line)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_taso_gen_ops_into_a_closed_pipe(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    code = gen_main(["ops"])
+    assert code == EXIT_BROKEN_PIPE and capsys.readouterr().err == ""
+
+
+def test_taso_into_a_closed_pipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    code = taso_main(["optimize", str(_model(tmp_path)), "-o", str(tmp_path / "o.onnx"), "--backend", "analytical",
+                      "--no-check", "--time-budget", "0", "-q"])
+    assert code == EXIT_BROKEN_PIPE and capsys.readouterr().err == ""
+
+
+def test_taso_gen_ops_piped_to_a_reader_that_left() -> None:
+    """The real thing: nothing on stderr, not even Python's 'Exception ignored' at exit."""
+    child = subprocess.Popen([sys.executable, "-m", "taso.substitutions.generate.cli", "ops"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdout is not None
+    child.stdout.close()  # before the child has imported anything: its first write breaks the pipe
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == EXIT_BROKEN_PIPE and err.decode() == ""

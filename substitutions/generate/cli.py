@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -19,6 +20,7 @@ from collections.abc import Callable, Sequence
 from taso.errors import InputError, TasoError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as shells report a reader that left (`| head -1`)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -216,13 +218,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(stop.code or 0)
     handler, _ = COMMANDS[args.command]
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # a reader that left is noticed here, not in the flush at exit
+        return code
+    except BrokenPipeError:  # `taso-gen ops | head -1`: the reader left; so do we, quietly
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except InputError as exc:  # UsageError included: one line, no traceback
         sys.stderr.write(f"taso-gen: {exc}\n")
         return EXIT_USAGE
     except TasoError as exc:
         sys.stderr.write(f"taso-gen: {exc}\n")
         return EXIT_FAILED
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the flush at exit does not fail on the closed pipe."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor (a test's stdout): nothing to flush there
+        pass
 
 
 if __name__ == "__main__":
