@@ -165,15 +165,16 @@ def _optimize(
         with phases.time("check"):
             reference = run_reference(_source(loaded), profile=profile, providers=target.device.providers)
     search_budget = _search_budget(budget, reference if check else None, say)
-    if check and reference is not None and reference.error is not None and search_budget.seconds > 0:
-        note(f"ONNX Runtime cannot run the original model, so no rewrite could be checked and none was searched "
-             f"for: {reference.error}")
-        search_budget = search_budget.cut(0.0)
     with phases.time("search"):
-        outcome = _search(
-            _canonicalize(graph), budget=search_budget, alpha=alpha, rules=rules, target=target,
-            profile=profile, say=say, reference=reference, note=note,
-        )
+        if check and reference is not None and reference.error is not None and search_budget.seconds > 0:
+            note(f"ONNX Runtime cannot run the original model, so no rewrite could be checked and none was "
+                 f"searched for: {reference.error}")
+            outcome = SearchOutcome(graph, {}, StopReason.UNCHECKABLE)
+        else:
+            outcome = _search(
+                _canonicalize(graph), budget=search_budget, alpha=alpha, rules=rules, target=target,
+                profile=profile, say=say, reference=reference, note=note,
+            )
         outcome = _legalize(outcome)
     with phases.time("export"):
         original = export(graph)

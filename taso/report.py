@@ -20,6 +20,7 @@ class StopReason(enum.Enum):
     TIME_BUDGET = "time budget reached"
     GRAPH_BUDGET = "explored-graph budget reached"
     FAILED = "the search failed and was abandoned (see the warnings)"
+    UNCHECKABLE = "no search: ONNX Runtime cannot run the original, so no rewrite could be checked"
 
 
 class Decision(enum.Enum):

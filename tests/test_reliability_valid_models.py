@@ -104,6 +104,7 @@ def test_a_model_ort_cannot_run_comes_back_unrewritten_saying_so(capsys: pytest.
     assert result.model.graph.node == model.graph.node
     assert result.report.applied_rewrites == {}
     assert any("ONNX Runtime cannot run" in w for w in result.report.warnings)
+    assert result.report.stop_reason is taso.StopReason.UNCHECKABLE
 
 
 def test_an_empty_axis_is_a_size_not_a_dynamic_dim() -> None:
