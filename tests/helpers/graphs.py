@@ -43,6 +43,8 @@ def make_graph(
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
     model.ir_version = 10
     inferred = {v.name: v for v in onnx.shape_inference.infer_shapes(model).graph.value_info}
+    untyped = [info.name for info in model.graph.output if info.name not in inferred]
+    assert not untyped, f"shape inference typed no output named {untyped}: check the nodes and output names"
     for info in model.graph.output:
         info.CopyFrom(inferred[info.name])
     return import_model(model)

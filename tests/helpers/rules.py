@@ -219,6 +219,7 @@ FIXTURE_RULES: tuple[Rule, ...] = tuple(
     for r in (RELU_RELU, IDENTITY, MUL_MUL, CONV_MUL, CONV_MERGE, RELU_MERGE, ADD_RELU_PAIR, BATCH_ONE,
               CONV_ADD, MATMUL_MERGE, TRANSPOSE_TRANSPOSE, CONCAT_RELU, ADD_ADD)
 )
+assert len({r.id for r in FIXTURE_RULES}) == len(FIXTURE_RULES), "two fixture rules share an id"
 
 
 def fuzz_rules() -> tuple[Rule, ...]:
