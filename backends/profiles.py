@@ -25,12 +25,11 @@ from dataclasses import dataclass
 import onnx
 
 from taso.errors import BackendError, UsageError
+from taso.ir import is_anonymous_dim
 
 DEFAULT_DIM = 32
 BATCH_DIM = 1
 _BATCH_NAME = re.compile(r"batch|^(n|b|bs|bsz)$", re.IGNORECASE)
-# dim_params that mark a dim as unknown rather than name it: never unified with each other
-_ANONYMOUS_PARAMS = frozenset({"", "?"})
 
 Shape = tuple[int, ...]
 
@@ -166,7 +165,7 @@ def _dim_of(dim: onnx.TensorShapeProto.Dimension) -> _Dim:
     if dim.HasField("dim_value") and dim.dim_value >= 0:  # 0 is an empty axis, -1 a dynamic one
         return _Dim(dim.dim_value, None)
     param = dim.dim_param.strip()
-    return _Dim(None, None if param in _ANONYMOUS_PARAMS else param)
+    return _Dim(None, None if is_anonymous_dim(param) else param)
 
 
 def real_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:

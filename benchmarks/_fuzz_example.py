@@ -39,6 +39,7 @@ import taso.pipeline.cli
 from benchmarks._fuzz_mutations import MUTATIONS, Applied, Hostile
 from benchmarks.corpus import cached_entries, default_cache_dir
 from benchmarks.models import MODELS, Size
+from taso.errors import first_line
 from tests.helpers import models as fixtures
 
 _EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -418,9 +419,7 @@ def _crash_text(exc: BaseException) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
-    return line[:300]
+    return first_line(exc)[:300]
 
 
 def child_main(seed: int, index: int, settings: Settings, conn: Connection) -> None:

@@ -242,7 +242,7 @@ def _exported(
         check_exported(candidate)
     except Exception as error:  # noqa: BLE001  (the input was valid: a rewrite made this)
         note(f"the optimized model could not be exported ({describe(error)}); the original is returned")
-        return original, dataclasses.replace(outcome, graph=outcome.graph, applied={}, stop_reason=StopReason.FAILED)
+        return original, dataclasses.replace(outcome, applied={}, stop_reason=StopReason.FAILED)
     return candidate, outcome
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from taso.errors import first_line
 from taso.ir import Graph
 from taso.search.cost import CostModel
 from taso.search.rewrite import Rewrite
@@ -28,8 +29,8 @@ Report = Callable[[str], None]
 
 def describe(error: Exception) -> str:
     """`Type: first line of the message`, for a report line."""
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+    name, text = type(error).__name__, first_line(error)
+    return name if text == name else f"{name}: {text}"
 
 
 class GuardedCost:

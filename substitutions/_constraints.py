@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
-from taso.ir import INTERNAL_DOMAIN, Graph
+from taso.ir import INTERNAL_DOMAIN, Graph, is_anonymous_dim
 from taso.opspecs import OpSpec, spec_by_name
 from taso.substitutions._bridge import GraphIndex, NodeView
 from taso.substitutions._emit import as_attribute
@@ -112,15 +112,10 @@ def tensor_env(
     return {"shape": shape, "rank": rank, "is_const": constant, "value": value}
 
 
-_ANONYMOUS_DIMS = frozenset({"", "?"})
-"""dim_params that name no symbol (paddle2onnx writes `x: float[-1,3,?,?]`): each such dim
-is its own unknown, never equal to another `?`."""
-
-
 def _dim(dim: object, where: str) -> object:
     if isinstance(dim, int):
         return dim
-    if isinstance(dim, str) and dim.strip() not in _ANONYMOUS_DIMS:
+    if isinstance(dim, str) and not is_anonymous_dim(dim):
         return SymbolicDim(dim, known_symbol=True)
     return SymbolicDim(where, known_symbol=False)
 

@@ -84,7 +84,7 @@ def check_external_data(model: onnx.ModelProto, base_dir: str | os.PathLike[str]
     any external data is refused, since resolving it against the working directory would
     read files the caller never named.
     """
-    files: set[Path] = set()
+    sizes: dict[str, tuple[Path, int]] = {}  # location -> (real path, bytes): one lookup per file
     for tensor in external_tensors(model):
         location = external_location(tensor)
         if base_dir is None:
@@ -92,13 +92,14 @@ def check_external_data(model: onnx.ModelProto, base_dir: str | os.PathLike[str]
                 f"tensor {tensor.name!r} has external data ({location!r}) but the model was given "
                 "as a ModelProto without base_dir: pass base_dir=<the folder of its data files>"
             )
-        data_file = resolve_external(location, base_dir, tensor=tensor.name)
-        _check_extent(tensor, data_file)
-        files.add(data_file)
-    return frozenset(files)
+        if location not in sizes:
+            data_file = resolve_external(location, base_dir, tensor=tensor.name)
+            sizes[location] = data_file, data_file.stat().st_size
+        _check_extent(tensor, *sizes[location])
+    return frozenset(path for path, _ in sizes.values())
 
 
-def _check_extent(tensor: onnx.TensorProto, data_file: Path) -> None:
+def _check_extent(tensor: onnx.TensorProto, data_file: Path, size: int) -> None:
     """The tensor's bytes lie inside its data file, and are as many as its type needs."""
     info = {entry.key: entry.value for entry in tensor.external_data}
     where = f"tensor {tensor.name!r}: external data in {data_file.name}"
@@ -106,7 +107,6 @@ def _check_extent(tensor: onnx.TensorProto, data_file: Path) -> None:
         offset, length = int(info.get("offset", 0)), int(info["length"]) if "length" in info else None
     except ValueError:
         raise InvalidModelError(f"{where}: offset or length is not an integer") from None
-    size = data_file.stat().st_size
     end = size if length is None else offset + length
     if offset < 0 or (length is not None and length < 0) or end > size:
         raise InvalidModelError(f"{where}: bytes {offset}..{end} lie outside the file ({size} bytes)")

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
 from taso._constness import Constness
+from taso._containment import resolve_external
 from taso.errors import VerificationError
 from taso.ir import INTERNAL_DOMAIN, Graph, Initializer, Node, TensorType
 
@@ -131,19 +131,19 @@ _RAW_TYPES = frozenset({
 def _read_external(init: Initializer) -> np.ndarray:
     """An external tensor read straight into its array (onnx's loader holds the bytes twice).
 
-    Only the plain case: a numeric type whose raw bytes are the array, a relative location
-    inside the model's folder, offset and length within the file; anything else goes
-    through `Initializer.array()` (onnx's loader, with its own checks and messages).
+    Only the plain case: a numeric type whose raw bytes are the array, offset and length
+    within the file; anything else goes through `Initializer.array()` (onnx's loader, with
+    its own checks and messages). The location was checked when the model was loaded
+    (`taso._containment`); it is resolved by the same rule here.
     """
     info = {entry.key: entry.value for entry in init.proto.external_data}
-    location, folder = Path(info.get("location", "")), Path(init.base_dir or ".")
-    path = folder / location
+    path = resolve_external(info.get("location", ""), init.base_dir or ".", tensor=init.name)
     dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(init.proto.data_type)).newbyteorder("<")
     count = math.prod(init.proto.dims)
     offset, length = int(info.get("offset", 0)), int(info.get("length", count * dtype.itemsize))
     plain = (
-        init.proto.data_type in _RAW_TYPES and not location.is_absolute() and ".." not in location.parts
-        and path.resolve().is_relative_to(folder.resolve()) and path.is_file() and length == count * dtype.itemsize and offset + length <= path.stat().st_size
+        init.proto.data_type in _RAW_TYPES and length == count * dtype.itemsize
+        and offset + length <= path.stat().st_size
     )
     if not plain:
         return init.array()

@@ -33,7 +33,7 @@ from taso._containment import (
 )
 from taso._onnx_export import copy_field
 from taso._proto_size import model_byte_bound, tensor_byte_bound
-from taso.errors import InvalidModelError, UnsupportedModelError, UsageError
+from taso.errors import InvalidModelError, UnsupportedModelError, UsageError, first_line
 
 _PROTO_LIMIT = 2**31 - 1
 _DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -96,7 +96,7 @@ def _read(path: Path) -> onnx.ModelProto:
     try:
         model = onnx.load(str(path), load_external_data=False)
     except (DecodeError, RuntimeError, ValueError, UnicodeDecodeError) as exc:
-        raise InvalidModelError(f"{path}: not an ONNX model (protobuf parse failed: {_first_line(exc)})") from None
+        raise InvalidModelError(f"{path}: not an ONNX model (protobuf parse failed: {first_line(exc)})") from None
     if model.ir_version == 0 or not model.HasField("graph"):
         raise InvalidModelError(f"{path}: not an ONNX model (no IR version or no graph)")
     return model
@@ -146,7 +146,7 @@ def _checked(check: Callable[[], None]) -> None:
     try:
         check()
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError, ValueError) as exc:
-        raise InvalidModelError(f"the model fails the ONNX checker: {_first_line(exc)}") from None
+        raise InvalidModelError(f"the model fails the ONNX checker: {first_line(exc)}") from None
 
 
 def _with_weights_as_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -182,11 +182,6 @@ _INLINE_CHECK_BYTES = 1 << 20
 
 def has_external_data(model: onnx.ModelProto) -> bool:
     return bool(external_tensors(model))
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
 
 
 def check_output_path(

@@ -8,6 +8,12 @@ other `TasoError` to exit code 1.
 from __future__ import annotations
 
 
+def first_line(error: BaseException) -> str:
+    """The first non-empty line of an error's message (its type's name if it has none)."""
+    text = str(error).strip()
+    return next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
+
+
 class TasoError(Exception):
     """Root of every error raised by taso-onnx."""
 

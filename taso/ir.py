@@ -33,6 +33,15 @@ Dim = int | str | None
 INTERNAL_DOMAIN = "taso.internal"
 """Domain of internal ops (weight transforms, constants) that export folds away."""
 
+ANONYMOUS_DIM_PARAMS = frozenset({"", "?"})
+"""dim_params that name no symbol (paddle2onnx writes `x: float[-1,3,?,?]`): each such dim
+is an unknown of its own, never equal to another `?`."""
+
+
+def is_anonymous_dim(param: str) -> bool:
+    return param.strip() in ANONYMOUS_DIM_PARAMS
+
+
 AttrValue = object
 """A decoded attribute: int, float, str, tuple of those, or an AttributeProto for the rest."""
 

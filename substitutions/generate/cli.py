@@ -16,8 +16,10 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from taso.errors import InputError, TasoError
+from taso.substitutions.rule import RuleLibrary, dump_rules
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as shells report a reader that left (`| head -1`)
@@ -94,24 +96,27 @@ def _print_reports(reports: Sequence, elapsed: float) -> None:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Enumerate, prove and write a rule library; stage counts on stderr."""
-    from pathlib import Path
-
     from taso.substitutions.generate._pipeline import Settings, generate_library
-    from taso.substitutions.rule import dump_rules
 
     settings = Settings(max_ops=args.max_ops, ops=tuple(args.ops or ()), workers=args.workers,
                         rlimit=args.rlimit, seed=args.seed)
     start = time.perf_counter()
     library, counts = generate_library(settings, with_axioms=not args.no_axioms)
-    out = Path(args.output)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(dump_rules(library))
-    tmp.replace(out)
+    out = _write_rules(library, args.output)
     for stage, count in counts.items():
         sys.stderr.write(f"{stage:>28}: {count}\n")
     sys.stderr.write(f"{len(library.rules)} rules -> {out} in {time.perf_counter() - start:.1f}s"
                      f" wall; {_usage()}\n")
     return EXIT_OK
+
+
+def _write_rules(library: RuleLibrary, output: str) -> Path:
+    """Write a rule file through a temporary file renamed into place."""
+    out = Path(output)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text(dump_rules(library))
+    tmp.replace(out)
+    return out
 
 
 def _usage() -> str:
@@ -148,16 +153,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """Merge generated rule files (re-proved) with the hand rules into one library."""
-    from pathlib import Path
-
     from taso.substitutions.generate._merge import merge
-    from taso.substitutions.rule import dump_rules
 
     library, counts = merge([Path(f) for f in args.files], args.rlimit)
-    out = Path(args.output)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(dump_rules(library))
-    tmp.replace(out)
+    _write_rules(library, args.output)
     for stage, count in counts.items():
         sys.stderr.write(f"{stage:>40}: {count}\n")
     return EXIT_OK
