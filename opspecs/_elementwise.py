@@ -13,6 +13,7 @@ import numpy as np
 from taso.opspecs._spec import EmitNode, OpSpec
 from taso.opspecs._types import (
     EnumHints,
+    Exactness,
     Lowering,
     OpKind,
     Params,
@@ -73,6 +74,7 @@ def unary_spec(
     flops_per_element: int = 1,
     hints: EnumHints | None = None,
     decomposition: Callable[[Params], tuple[EmitNode, ...]] | None = None,
+    decomposition_exactness: Exactness = Exactness.EXACT,
 ) -> OpSpec:
     """A shape-preserving unary op (``onnx_op=None``: an ONNX op of the same name)."""
 
@@ -97,4 +99,5 @@ def unary_spec(
         min_opset=min_opset,
         polynomial=polynomial,
         decomposition=decomposition,
+        decomposition_exactness=decomposition_exactness,
     )

@@ -21,7 +21,7 @@ SPEC_MODULES = (
     "conv", "matmul", "gemm",
     "concat", "split", "transpose", "reshape", "flatten", "squeeze", "unsqueeze", "pad",
     "avg_pool", "max_pool", "global_avg_pool", "batch_norm",
-    "enlarge", "regroup", "scalar_mul",
+    "enlarge", "regroup", "filter_sum", "scalar_mul",
     "const_ones", "const_fill", "const_identity_matrix", "const_identity_conv",
     "const_pool_kernel",
 )  # fmt: skip

@@ -18,6 +18,7 @@ from taso.opspecs._types import (
     CheckResult,
     Cost,
     EnumHints,
+    Exactness,
     Lowering,
     OpKind,
     ParamKind,
@@ -85,6 +86,7 @@ class OpSpec:
     min_opset: int = 13
     outputs_fn: Callable[[Params], int] | None = None  # multi-output ops (Split)
     decomposition: Callable[[Params], tuple[EmitNode, ...]] | None = None
+    decomposition_exactness: Exactness = Exactness.EXACT  # how its decomposition computes it
     polynomial: bool = True  # symbolic evaluation needs no uninterpreted scalar functions
     commutative: bool = False  # op(a, b) == op(b, a): the matcher tries both operand orders
 

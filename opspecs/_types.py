@@ -57,6 +57,10 @@ class Exactness(enum.Enum):
 
     EXACT = "exact"
     REASSOCIATES = "reassociates"  # holds over the reals; float sums may round differently
+    ROUNDS_CONSTANTS = "rounds-constants"
+    """Holds over the reals with an exact constant (1/6) that float32 rounds: the written
+    form computes with fl(1/6), so results may differ in the last bits, as with
+    `REASSOCIATES` (ORT's own HardSwish kernel computes with fl(1/6) too)."""
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from taso.backends.registry import BackendSpec, Pricing, backend_spec
 from taso.errors import BackendError, TasoWarning, UsageError
 from taso.ir import Graph
 from taso.pipeline._bodies import body_node_count, optimize_bodies
+from taso.pipeline._canonical import canonicalize
 from taso.pipeline._decide import MIN_SPEEDUP, Device, Duel, MeasuredJudge, cpu, decide_seconds
 from taso.pipeline._export import export
 from taso.pipeline._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, run_search
@@ -172,7 +173,7 @@ def _optimize(
             outcome = SearchOutcome(graph, {}, StopReason.UNCHECKABLE)
         else:
             outcome = _search(
-                _canonicalize(graph), budget=search_budget, alpha=alpha, rules=rules, target=target,
+                _canonicalize(graph, say), budget=search_budget, alpha=alpha, rules=rules, target=target,
                 profile=profile, say=say, reference=reference, note=note,
             )
         outcome = _legalize(outcome)
@@ -191,17 +192,19 @@ def _optimize(
     return result
 
 
-def _canonicalize(graph: Graph) -> Graph:
-    """Stage seam: the one normal form the rules are written against (constants, scalars,
-    bias, Gemm, Sub/Div, Clip bounds, BN). Today the identity: rules match the forms
-    converters write directly."""
-    return graph
+def _canonicalize(graph: Graph, say: Callable[[str], None]) -> Graph:
+    """The one normal form the rules are written against (`_canonical`): values unchanged
+    bit for bit, only the incidental forms converters chose."""
+    canonical = canonicalize(graph)
+    if canonical.counts:
+        say("canonical form: " + ", ".join(f"{what} x{n}" for what, n in sorted(canonical.counts.items())))
+    return canonical.graph
 
 
 def _legalize(outcome: SearchOutcome) -> SearchOutcome:
-    """Stage seam: rewrite ops the model's opset lacks into equivalent legal forms (or
-    report the rewrite as not emitted). Today the identity: the applier emits nothing for
-    a target the opset lacks."""
+    """Stage seam: ops the model's opset lacks are never emitted. The applier writes a
+    target op the opset lacks as its spec's decomposition (HardSwish below opset 14 as
+    x * HardSigmoid(x)) or not at all; nothing is left to do here."""
     return outcome
 
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import onnx
 
 from taso.ir import Graph, Node
-from taso.opspecs import Exactness
+from taso.opspecs import Exactness, OpKind, spec_by_name
 from taso.substitutions._bridge import GraphIndex, NodeView, graph_index
 from taso.substitutions._constraints import (
     ConstantValues,
@@ -268,7 +268,7 @@ class _Search:
 
     def _exactness_guards_hold(self, state: _State) -> bool:
         rule = self.compiled.rule
-        if rule.exactness is Exactness.EXACT:
+        if emitted_exactness(rule, self.index.opset) is Exactness.EXACT:
             return True
         mapped = {state.values[ref] for ref in self.compiled.mapped_sources}
         if _feeds_decision(self.graph, mapped, set(state.nodes.values())):
@@ -276,6 +276,19 @@ class _Search:
         views = (self.index.view(state.nodes[n.id]) for n in self.compiled.nodes)
         source = tuple(view for view in views if view is not None)  # matched nodes all have views
         return side_condition_failure(rule, self.values, state.tensors, source, self._env(state)) is None
+
+
+def emitted_exactness(rule: Rule, opset: int) -> Exactness:
+    """The rule's exactness as written at `opset`: a target op the opset lacks is written
+    as its decomposition, which may round a constant (HardSwish below opset 14)."""
+    if rule.exactness is not Exactness.EXACT:
+        return rule.exactness
+    for node in rule.target.nodes:
+        spec = spec_by_name(node.op)
+        if spec is not None and opset < spec.min_opset and spec.kind is OpKind.ONNX:
+            if spec.decomposition_exactness is not Exactness.EXACT:
+                return spec.decomposition_exactness
+    return Exactness.EXACT
 
 
 def _bind_params(bound: Mapping[str, object], node: CompiledNode, view: NodeView) -> dict[str, object] | None:

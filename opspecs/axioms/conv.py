@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from taso.opspecs._types import Exactness, Params, Shape
 from taso.opspecs.axioms._core import Axiom, cfg
+from taso.opspecs.axioms.converter import SCALAR_CONFIGS
 
 CONV_KEYS = ("strides", "pads", "dilations", "group")
 
@@ -191,14 +192,14 @@ AXIOMS = (
           lambda a, v, p: a("Add", a("Conv", v["x"], v["w"], v["b"], **conv(p)), v["c"]),
           lambda a, v, p: a("Conv", v["x"], v["w"], a("Add", v["b"], a("Reshape", v["c"], shape=(-1,))),
                             **conv(p)),
-          CHANNEL_CONFIGS, exactness=Exactness.REASSOCIATES),
+          CHANNEL_CONFIGS + SCALAR_CONFIGS, exactness=Exactness.REASSOCIATES),
     Axiom("conv_mul_channel",
           "conv(x, w, b) * c = conv(x, w * reshape(c, (M,1,1,1)), b * reshape(c, (M,)))",
           ("x", "w", "b", "c"),
           lambda a, v, p: a("Mul", a("Conv", v["x"], v["w"], v["b"], **conv(p)), v["c"]),
           lambda a, v, p: a("Conv", v["x"], a("Mul", v["w"], _channel(a, v["c"], 4)),
                             a("Mul", v["b"], a("Reshape", v["c"], shape=(-1,))), **conv(p)),
-          CHANNEL_CONFIGS, exactness=Exactness.REASSOCIATES),
+          CHANNEL_CONFIGS + SCALAR_CONFIGS, exactness=Exactness.REASSOCIATES),
     Axiom("conv_pad_into_pads",
           "conv(pad(x, zero spatial pads q), w; pads 0) = conv(x, w; pads q)",
           ("x", "w"),

@@ -20,6 +20,34 @@ CHANNEL_CONFIGS = (
 )
 NOBIAS_CONFIGS = tuple(cfg({k: v for k, v in c.shapes.items() if k != "b"}, **c.params)
                        for c in CHANNEL_CONFIGS)
+SCALAR_CONFIGS = (
+    cfg({"x": (1, 2, 3, 3), "w": (3, 2, 1, 1), "b": (3,), "c": ()}),
+    cfg({"x": (1, 2, 4, 4), "w": (2, 2, 3, 3), "b": (2,), "c": ()}, strides=(2, 2), pads=(1, 1, 1, 1)),
+    cfg({"x": (2, 4, 3, 3), "w": (4, 1, 3, 3), "b": (4,), "c": ()}, group=4, pads=(1, 1, 1, 1)),
+)
+"""The per-channel configs with a scalar constant: one value for every channel (real
+exports scale by a learnable scalar per block, written as a (1,)-shaped constant that the
+canonical stage makes a scalar)."""
+SCALAR_NOBIAS_CONFIGS = tuple(cfg({k: v for k, v in c.shapes.items() if k != "b"}, **c.params)
+                              for c in SCALAR_CONFIGS)
+INPUT_SCALE_CONFIGS = (
+    cfg({"x": (1, 2, 3, 3), "w": (3, 2, 1, 1), "b": (3,), "s": ()}),
+    cfg({"x": (1, 2, 5, 5), "w": (2, 2, 3, 3), "b": (2,), "s": ()}, strides=(2, 2), pads=(1, 1, 1, 1)),
+    cfg({"x": (2, 4, 4, 4), "w": (4, 1, 3, 3), "b": (4,), "s": ()}, group=4, pads=(1, 2, 1, 0)),
+    cfg({"x": (1, 4, 5, 5), "w": (6, 2, 2, 2), "b": (6,), "s": ()}, group=2, strides=(1, 2)),
+)
+"""Scalar scales of a conv's input: padded, strided, depthwise and grouped."""
+INPUT_SHIFT_CONFIGS = (
+    cfg({"x": (1, 2, 3, 3), "w": (3, 2, 1, 1), "b": (3,), "s": ()}),
+    cfg({"x": (1, 2, 5, 5), "w": (2, 2, 3, 3), "b": (2,), "s": ()}, strides=(2, 2)),
+    cfg({"x": (2, 4, 4, 4), "w": (4, 1, 3, 3), "b": (4,), "s": ()}, group=4),
+    cfg({"x": (1, 4, 5, 5), "w": (6, 2, 2, 2), "b": (6,), "s": ()}, group=2, strides=(1, 2)),
+)
+"""Scalar shifts of an unpadded conv's input (no ``pads`` key: the default, zero, only)."""
+
+
+def _drop_bias(configs: tuple) -> tuple:
+    return tuple(cfg({k: v for k, v in c.shapes.items() if k != "b"}, **c.params) for c in configs)
 
 
 def conv_params(p: dict) -> dict:
@@ -92,12 +120,56 @@ def _bn_fold_nobias(a, v, p):  # noqa: ANN001, ANN202
     return a("Conv", v["x"], a("Mul", v["w"], reshape_4d(a, k)), shift, **conv_params(p))
 
 
+def _conv_args(v, bias: bool) -> tuple:  # noqa: ANN001
+    return (v["x"], v["w"], v["b"]) if bias else (v["x"], v["w"])
+
+
+def _scale_input(bias: bool) -> Axiom:
+    """conv(x * s, w[, b]) = conv(x, w * s[, b]) for one scalar s: zero padding stays zero."""
+    def lhs(a, v, p):  # noqa: ANN001, ANN202
+        scaled = dict(v, x=a("Mul", v["x"], v["s"]))
+        return a("Conv", *_conv_args(scaled, bias), **conv_params(p))
+
+    def rhs(a, v, p):  # noqa: ANN001, ANN202
+        return a("Conv", *_conv_args(dict(v, w=a("Mul", v["w"], v["s"])), bias), **conv_params(p))
+
+    suffix = "" if bias else "_nobias"
+    return Axiom(f"conv_scale_input{suffix}",
+                 f"conv(x * s, w{', b' if bias else ''}) = conv(x, w * s{', b' if bias else ''})  (s a scalar)",
+                 ("x", "w", "b", "s") if bias else ("x", "w", "s"), lhs, rhs,
+                 INPUT_SCALE_CONFIGS if bias else _drop_bias(INPUT_SCALE_CONFIGS),
+                 exactness=Exactness.REASSOCIATES)
+
+
+def _shift_input(bias: bool) -> Axiom:
+    """conv(x + s, w[, b]) = conv(x, w, [b +] s * filtersum(w)) for one scalar s, unpadded."""
+    def lhs(a, v, p):  # noqa: ANN001, ANN202
+        return a("Conv", *_conv_args(dict(v, x=a("Add", v["x"], v["s"])), bias), **conv_params(p))
+
+    def rhs(a, v, p):  # noqa: ANN001, ANN202
+        shift = a("Mul", v["s"], a("FilterSum", v["w"]))
+        return a("Conv", v["x"], v["w"], a("Add", v["b"], shift) if bias else shift, **conv_params(p))
+
+    suffix = "" if bias else "_nobias"
+    return Axiom(f"conv_shift_input{suffix}",
+                 f"conv(x + s, w{', b' if bias else ''}) = conv(x, w, {'b + ' if bias else ''}s * filtersum(w))"
+                 "  (s a scalar, no padding)",
+                 ("x", "w", "b", "s") if bias else ("x", "w", "s"), lhs, rhs,
+                 INPUT_SHIFT_CONFIGS if bias else _drop_bias(INPUT_SHIFT_CONFIGS),
+                 condition=lambda s, p: tuple(p.get("pads", (0, 0, 0, 0))) == (0, 0, 0, 0),
+                 exactness=Exactness.REASSOCIATES)
+
+
 AXIOMS = (
+    _scale_input(bias=True),
+    _scale_input(bias=False),
+    _shift_input(bias=True),
+    _shift_input(bias=False),
     Axiom("conv_mul_channel_nobias", "conv(x, w) * c = conv(x, w * reshape(c, (M,1,1,1)))",
           ("x", "w", "c"),
           lambda a, v, p: a("Mul", a("Conv", v["x"], v["w"], **conv_params(p)), v["c"]),
           lambda a, v, p: a("Conv", v["x"], a("Mul", v["w"], reshape_4d(a, v["c"])), **conv_params(p)),
-          NOBIAS_CONFIGS, exactness=Exactness.REASSOCIATES),
+          NOBIAS_CONFIGS + SCALAR_NOBIAS_CONFIGS, exactness=Exactness.REASSOCIATES),
     Axiom("gemm_matmul_add", "gemm(A, B, C; 1, 1, 0, tB) = A @ op(B) + C", ("A", "B", "C"),
           lambda a, v, p: a("Gemm", v["A"], v["B"], v["C"], transB=p["transB"]),
           _gemm_rhs, GEMM_CONFIGS),

@@ -30,6 +30,8 @@ from taso.opspecs.axioms.converter import (
     CHANNEL_CONFIGS,
     GEMM_CONFIGS,
     NOBIAS_CONFIGS,
+    SCALAR_CONFIGS,
+    SCALAR_NOBIAS_CONFIGS,
     conv_params,
     fill,
     reshape_1d,
@@ -37,7 +39,12 @@ from taso.opspecs.axioms.converter import (
 )
 
 CHANNEL = "shape('c') in ((1, shape('w')[0], 1, 1), (shape('w')[0], 1, 1))"
+CHANNEL_OR_SCALAR = "shape('c') in ((), (1, shape('w')[0], 1, 1), (shape('w')[0], 1, 1))"
 FOLD = ("rank('x') == 4", "is_const('c')", CHANNEL)
+FOLD_OR_SCALAR = ("rank('x') == 4", "is_const('c')", CHANNEL_OR_SCALAR)
+INPUT_SCALAR = ("rank('x') == 4", "rank('w') == 4", "is_const('w')", "is_const('s')", "shape('s') == ()")
+"""A scalar (the canonical stage writes every one-element constant operand as a scalar)
+folded into the weight of the conv that reads it."""
 GEMM = ("rank('A') == 2", "rank('B') == 2", "rank('C') <= 2")
 RULE_CONSTRAINTS: dict[str, tuple[str, ...]] = {
     "conv_bias_add": ("rank('x') == 4", CHANNEL),
@@ -66,10 +73,18 @@ def _conv_b(v: dict, bias: bool) -> tuple:
     return (v["x"], v["w"], v["b"]) if bias else (v["x"], v["w"])
 
 
+def _takes_scalar(op: str, bias: bool) -> bool:
+    """A scalar c folds like a per-channel one, except into a missing bias, which must be
+    (M,): ``conv(x, w) + c`` with c a scalar has no bias of the right shape to become."""
+    return bias or op != "Add"
+
+
 def _fold(op: str, bias: bool) -> Axiom:
     """``op(conv(x, w[, b]), c)`` folded into the weight (and bias) for Mul, Add and Div."""
     inputs = ("x", "w", "b", "c") if bias else ("x", "w", "c")
     configs = CHANNEL_CONFIGS if bias else NOBIAS_CONFIGS
+    if _takes_scalar(op, bias):
+        configs += SCALAR_CONFIGS if bias else SCALAR_NOBIAS_CONFIGS
     name = f"fold_{op.lower()}_conv{'_bias' if bias else ''}"
 
     def lhs(a, v, p):  # noqa: ANN001, ANN202
@@ -94,6 +109,7 @@ CONVERTER_FORMS = (
     *(_fold(op, bias) for op in ("Mul", "Add", "Div") for bias in (False, True)),
     *(replace(a, name=n) for a, n in zip(CONVERTER_AXIOMS[2:4], ("fold_bn_conv_bias", "fold_bn_conv"),
                                           strict=True)),
+    *(a for a in CONVERTER_AXIOMS if a.name.startswith(("conv_scale_input", "conv_shift_input"))),
     Axiom("hard_swish_mul_div6", "x * (clip(x + 3, 0, 6) / 6) = hardswish(x)", ("x",),
           lambda a, v, p: a("Mul", v["x"], _hard_sigmoid6(a, v["x"])),
           lambda a, v, p: a("HardSwish", v["x"]), UNARY),
@@ -113,6 +129,9 @@ CONVERTER_FORMS = (
 
 FORM_CONSTRAINTS: dict[str, tuple[str, ...]] = {
     **{f.name: FOLD for f in CONVERTER_FORMS if f.name.startswith("fold_") and "bn" not in f.name},
+    **{f"fold_{op}_conv{suffix}": FOLD_OR_SCALAR for op in ("mul", "div", "add")
+       for suffix in ("", "_bias") if _takes_scalar(op.capitalize(), suffix == "_bias")},
+    **{f.name: INPUT_SCALAR for f in CONVERTER_FORMS if f.name.startswith(("conv_scale_input", "conv_shift_input"))},
     "fold_bn_conv_bias": ("rank('x') == 4",),
     "fold_bn_conv": ("rank('x') == 4",),
     "matmul_add_to_gemm": GEMM,

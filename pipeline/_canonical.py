@@ -1,0 +1,171 @@
+"""The canonical stage: one normal form for the incidental choices converters make.
+
+Rules are written against one form of each operator; converters write several. Before the
+search, the graph is brought to that form by changes that leave every value bit for bit
+the same (no rule proof is needed: nothing is computed differently, only written
+differently):
+
+1. **Identity nodes are bypassed.** paddle2onnx writes one after most ops; each would stand
+   between a pattern's nodes (a Mul, then an Identity, then the Add of a scale-and-shift).
+   An Identity whose output is a graph output or is read inside a subgraph stays.
+2. **One-element constants are scalars.** A constant operand of Add, Sub, Mul or Div with one
+   element, of rank no higher than the other operand's, is written with shape ``()``: its
+   broadcast leaves the output's shape and every value unchanged (the side condition is
+   checked on the types: the other operand's rank is known and at least the constant's).
+   Real exports write a learnable scalar as a ``(1,)``-shaped initializer or ``Constant``
+   node, constant folding leaves ``(1, 1, 1, 1)``; the rules take a scalar ``()``.
+
+The output of the search is compared with the original and measured like any other
+candidate; a canonical graph the search did not improve is never returned.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from taso._constness import Constness
+from taso.ir import Graph, Initializer, Node, TensorType
+
+_STANDARD = ("", "ai.onnx")
+_BROADCASTING = frozenset({"Add", "Sub", "Mul", "Div"})
+
+
+@dataclass(frozen=True)
+class Canonical:
+    """The canonical graph and how many sites each normalization changed."""
+
+    graph: Graph
+    counts: Mapping[str, int]
+
+
+def canonicalize(graph: Graph) -> Canonical:
+    """`graph` in the normal form the rules are written against (see the module docstring)."""
+    counts: Counter[str] = Counter()
+    graph = _bypass_identities(graph, counts)
+    graph = _scalar_constants(graph, counts)
+    return Canonical(graph, dict(counts))
+
+
+# ----- 1. Identity ----------------------------------------------------------------------------
+def _bypass_identities(graph: Graph, counts: Counter[str]) -> Graph:
+    captured = {name for node in graph.nodes.values() for name in node.captures}
+    renames: dict[str, str] = {}
+    removed: list[int] = []
+    for node_id, node in graph.nodes.items():
+        if node.op_type != "Identity" or node.domain not in _STANDARD or len(node.inputs) != 1:
+            continue
+        out = node.outputs[0]
+        if out in graph.outputs or out in captured or not node.inputs[0]:
+            continue
+        renames[out] = node.inputs[0]
+        removed.append(node_id)
+    if not removed:
+        return graph
+    for name, source in renames.items():  # chains of Identity resolve to their first input
+        while source in renames:
+            source = renames[source]
+        renames[name] = source
+    counts["Identity bypassed"] += len(removed)
+    return _rewire(graph, removed, renames)
+
+
+def _rewire(graph: Graph, removed: list[int], renames: Mapping[str, str]) -> Graph:
+    """`graph` without `removed`, every read of a renamed value reading its new name."""
+    readers = [
+        node_id for node_id, node in graph.nodes.items()
+        if node_id not in removed and any(name in renames for name in node.inputs)
+    ]
+    rewired = [_renamed_inputs(graph.nodes[node_id], renames) for node_id in readers]
+    return graph.rewrite(remove=[*removed, *readers], add=rewired)
+
+
+def _renamed_inputs(node: Node, renames: Mapping[str, str]) -> Node:
+    inputs = tuple(renames.get(name, name) for name in node.inputs)
+    proto = None
+    if node.proto is not None:
+        proto = onnx.NodeProto()
+        proto.CopyFrom(node.proto)
+        del proto.input[:]
+        proto.input.extend(inputs)
+    return replace(node, inputs=inputs, proto=proto)
+
+
+# ----- 2. one-element constants ---------------------------------------------------------------
+def _scalar_constants(graph: Graph, counts: Counter[str]) -> Graph:
+    constness = Constness(graph)
+    scalars: dict[str, Initializer] = {}
+    changed: dict[int, Node] = {}
+    for node_id, node in graph.nodes.items():
+        if node.op_type not in _BROADCASTING or node.domain not in _STANDARD or len(node.inputs) != 2:
+            continue
+        inputs = list(node.inputs)
+        for index, (name, other) in enumerate(((inputs[0], inputs[1]), (inputs[1], inputs[0]))):
+            if not _is_scalar_like(graph, constness, name, other):
+                continue
+            value = _constant_value(graph, name)
+            if value is None:
+                continue
+            if name not in scalars:
+                scalars[name] = _scalar_initializer(graph, name, value, scalars)
+            inputs[index] = scalars[name].name
+        if tuple(inputs) != node.inputs:
+            changed[node_id] = _renamed_inputs(node, dict(zip(node.inputs, inputs, strict=True)))
+    if not changed:
+        return graph
+    counts["one-element constant made a scalar"] += len(changed)
+    types = {init.name: init.type for init in scalars.values()}
+    graph = graph.rewrite(remove=list(changed), add=list(changed.values()), types=types,
+                          initializers=scalars.values())
+    return graph.rewrite(remove=_unread_constant_nodes(graph, scalars))
+
+
+def _unread_constant_nodes(graph: Graph, replaced: Mapping[str, Initializer]) -> list[int]:
+    """The `Constant` nodes whose every reader now reads the scalar instead."""
+    captured = {name for node in graph.nodes.values() for name in node.captures}
+    out = []
+    for name in replaced:
+        producer = graph.producers.get(name)
+        unread = name not in graph.consumers and name not in graph.outputs and name not in captured
+        if producer is not None and unread:
+            out.append(producer[0])
+    return out
+
+
+def _is_scalar_like(graph: Graph, constness: Constness, name: str, other: str) -> bool:
+    const_type, other_type = graph.types.get(name), graph.types.get(other)
+    if const_type is None or other_type is None or const_type.shape is None or other_type.shape is None:
+        return False
+    shape = const_type.shape
+    if not shape or any(dim != 1 for dim in shape) or len(shape) > len(other_type.shape):
+        return False
+    return constness.is_constant(name) and not constness.is_constant(other)
+
+
+def _constant_value(graph: Graph, name: str) -> np.ndarray | None:
+    """The value of an initializer or a `Constant` node's `value` tensor, else None."""
+    init = graph.initializers.get(name)
+    if init is not None:
+        return init.array()
+    producer = graph.producers.get(name)
+    if producer is None:
+        return None
+    node = graph.nodes[producer[0]]
+    value = node.attr("value") if node.op_type == "Constant" else None
+    if isinstance(value, onnx.AttributeProto) and value.type == onnx.AttributeProto.TENSOR:
+        return numpy_helper.to_array(value.t)
+    return None
+
+
+def _scalar_initializer(graph: Graph, name: str, value: np.ndarray, taken: Mapping[str, Initializer]) -> Initializer:
+    fresh = graph.fresh_name(f"{name}_scalar")
+    while any(init.name == fresh for init in taken.values()):
+        fresh = graph.fresh_name(fresh)
+    scalar = np.asarray(value.reshape(()))
+    elem_type = graph.types[name].elem_type
+    return Initializer(fresh, TensorType(elem_type, ()), numpy_helper.from_array(scalar, fresh))

@@ -1,0 +1,170 @@
+"""The canonical stage and the rules written against its normal form.
+
+Real exports write a learnable scalar as a (1,)-shaped initializer or Constant node, put an
+Identity after most ops (paddle2onnx), and at opsets below 14 write HardSwish decomposed.
+The canonical stage makes every one-element constant operand a scalar and bypasses
+Identity nodes, values unchanged; the scalar folds, the input-side folds and HardSwish's
+legal form below opset 14 then apply.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+from taso.pipeline._canonical import canonicalize
+from taso.pipeline._export import export
+from taso.pipeline._rewriting import default_rules
+from taso.substitutions.matching import apply, find_matches
+from tests.helpers.graphs import make_graph, weight
+from tests.helpers.ort import assert_same_outputs
+
+RULES = {r.id: r for r in default_rules()}
+
+
+def _const(name: str, value: object, shape: tuple[int, ...]) -> onnx.TensorProto:
+    return nh.from_array(np.full(shape, value, dtype=np.float32), name)
+
+
+def _constant_node(name: str, value: float, shape: tuple[int, ...]) -> onnx.NodeProto:
+    return h.make_node("Constant", [], [name], value=_const(name + "_t", value, shape))
+
+
+def _affine_block(shape: tuple[int, ...], *, constant_nodes: bool):
+    """conv -> Identity -> Mul(s) -> Identity -> Add(t) -> relu, s and t one-element."""
+    nodes = [h.make_node("Conv", ["x", "w", "b"], ["c"]),
+             h.make_node("Identity", ["c"], ["c1"]),
+             h.make_node("Mul", ["s", "c1"], ["m"]),
+             h.make_node("Identity", ["m"], ["m1"]),
+             h.make_node("Add", ["m1", "t"], ["a"]),
+             h.make_node("Relu", ["a"], ["y"])]
+    inits = [weight("w", (16, 8, 3, 3), 1), weight("b", (16,), 2)]
+    if constant_nodes:
+        nodes = [_constant_node("s", 1.5, shape), _constant_node("t", -0.25, shape), *nodes]
+    else:
+        inits += [_const("s", 1.5, shape), _const("t", -0.25, shape)]
+    return make_graph(nodes, {"x": (1, 8, 10, 10)}, ["y"], inits)
+
+
+def _ops(model: onnx.ModelProto) -> list[str]:
+    """The model's ops, less Constant nodes a rewrite left unread (ORT drops them on load)."""
+    return sorted(n.op_type for n in model.graph.node if n.op_type != "Constant")
+
+
+def _shapes_read_by(graph, op: str) -> list[tuple]:
+    out = []
+    for node in graph.nodes.values():
+        if node.op_type == op:
+            out += [graph.types[name].shape for name in node.inputs if name in graph.initializers]
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1,), (1, 1, 1, 1), (1, 1, 1)])
+@pytest.mark.parametrize("constant_nodes", [False, True])
+def test_one_element_constants_become_scalars_and_identities_are_bypassed(shape, constant_nodes):
+    graph = _affine_block(shape, constant_nodes=constant_nodes)
+    canonical = canonicalize(graph)
+    ops = [n.op_type for n in canonical.graph.nodes.values()]
+    assert "Identity" not in ops and "Constant" not in ops  # the (1,)-shaped ones are unread
+    assert _shapes_read_by(canonical.graph, "Mul") == [()] and _shapes_read_by(canonical.graph, "Add") == [()]
+    assert canonical.counts == {"Identity bypassed": 2, "one-element constant made a scalar": 2}
+    assert_same_outputs(graph, canonical.graph, rtol=0)
+
+
+def test_a_constant_of_higher_rank_than_the_other_operand_is_left_alone():
+    nodes = [h.make_node("Mul", ["x", "s"], ["y"])]
+    graph = make_graph(nodes, {"x": (4, 5)}, ["y"], [_const("s", 2.0, (1, 1, 1))])
+    assert canonicalize(graph).counts == {}
+
+
+def test_an_identity_that_is_a_graph_output_stays():
+    nodes = [h.make_node("Relu", ["x"], ["r"]), h.make_node("Identity", ["r"], ["y"])]
+    graph = make_graph(nodes, {"x": (2, 3)}, ["y"])
+    assert canonicalize(graph).graph.nodes == graph.nodes
+
+
+def _apply_everywhere(graph, rule_id: str):
+    matches = find_matches(graph, RULES[rule_id])
+    assert matches, f"{rule_id} does not match"
+    result = apply(graph, RULES[rule_id], matches[0])
+    assert result is not None, f"{rule_id} matched but was not applied"
+    return result
+
+
+def test_a_scalar_scale_and_shift_after_a_conv_fold_into_it():
+    graph = canonicalize(_affine_block((1,), constant_nodes=True)).graph
+    folded = _apply_everywhere(graph, "cv-fold_mul_conv_bias")
+    folded = _apply_everywhere(folded, "cv-fold_add_conv_bias")
+    assert _ops(export(folded)) == ["Conv", "Relu"]
+    assert_same_outputs(graph, folded)
+
+
+def test_before_the_canonical_stage_the_one_element_scale_does_not_fold():
+    assert not find_matches(_affine_block((1,), constant_nodes=False), RULES["cv-fold_mul_conv_bias"])
+
+
+def _input_affine(pads: tuple[int, ...], group: int):
+    """relu -> Mul(s) -> Add(t) -> conv: the affine a block applies after its activation."""
+    nodes = [h.make_node("Relu", ["x"], ["r"]),
+             h.make_node("Mul", ["r", "s"], ["m"]),
+             h.make_node("Add", ["m", "t"], ["a"]),
+             h.make_node("Conv", ["a", "w", "b"], ["y"], pads=list(pads), group=group, strides=[2, 1])]
+    inits = [weight("w", (8, 8 // group, 3, 3), 1), weight("b", (8,), 2),
+             _const("s", 0.75, (1,)), _const("t", 0.5, (1,))]
+    return canonicalize(make_graph(nodes, {"x": (1, 8, 9, 9)}, ["y"], inits)).graph
+
+
+@pytest.mark.parametrize("group", [1, 2, 8])
+def test_a_scalar_shift_then_scale_fold_forward_into_an_unpadded_conv(group):
+    graph = _input_affine((0, 0, 0, 0), group)
+    folded = _apply_everywhere(graph, "cv-conv_shift_input")
+    folded = _apply_everywhere(folded, "cv-conv_scale_input")
+    assert _ops(export(folded)) == ["Conv", "Relu"]
+    assert_same_outputs(graph, folded)
+
+
+def test_a_shift_never_folds_into_a_padded_conv_but_a_scale_does():
+    graph = _input_affine((1, 1, 1, 1), 1)
+    assert not find_matches(graph, RULES["cv-conv_shift_input"])
+    nodes = [h.make_node("Mul", ["x", "s"], ["m"]), h.make_node("Conv", ["m", "w"], ["y"], pads=[1, 1, 1, 1])]
+    padded = canonicalize(make_graph(nodes, {"x": (1, 8, 6, 6)}, ["y"],
+                                     [weight("w", (8, 8, 3, 3)), _const("s", 3.0, (1,))])).graph
+    assert_same_outputs(padded, _apply_everywhere(padded, "cv-conv_scale_input_nobias"))
+
+
+def _clip_hardswish(opset: int):
+    """x * clip(x + 3, 0, 6) / 6 as paddle2onnx 1.x writes it at opset 11 (Constant bounds)."""
+    nodes = [_constant_node("three", 3.0, ()), _constant_node("six", 6.0, ()),
+             _constant_node("lo", 0.0, ()), _constant_node("hi", 6.0, ()),
+             h.make_node("Add", ["x", "three"], ["p"]),
+             h.make_node("Clip", ["p", "lo", "hi"], ["c"]),
+             h.make_node("Mul", ["x", "c"], ["m"]),
+             h.make_node("Div", ["m", "six"], ["y"])]
+    return canonicalize(make_graph(nodes, {"x": (1, 16, 5, 5)}, ["y"], opset=opset)).graph
+
+
+def test_hardswish_below_opset_14_is_written_as_x_times_hardsigmoid():
+    graph = _clip_hardswish(11)
+    rewritten = _apply_everywhere(graph, "ax-hard_swish_decompose-rev")
+    model = export(rewritten)
+    assert _ops(model) == ["HardSigmoid", "Mul"]
+    assert_same_outputs(graph, rewritten)
+
+
+def test_hardswish_at_opset_14_stays_one_op():
+    rewritten = _apply_everywhere(_clip_hardswish(14), "ax-hard_swish_decompose-rev")
+    assert _ops(export(rewritten)) == ["HardSwish"]
+
+
+def test_the_rounded_hardswish_form_is_guarded_like_a_reassociating_rule():
+    """The legal form rounds 1/6, so it may not feed a decision (ArgMax) unguarded."""
+    graph = _clip_hardswish(11)
+    nodes = [*[n.proto for n in graph.nodes.values()], h.make_node("ArgMax", ["y"], ["k"], axis=1)]
+    with_argmax = make_graph(nodes, {"x": (1, 16, 5, 5)}, ["k"], opset=11)
+    assert not find_matches(with_argmax, RULES["ax-hard_swish_decompose-rev"])
+    nodes14 = [*[n.proto for n in _clip_hardswish(14).nodes.values()], h.make_node("ArgMax", ["y"], ["k"], axis=1)]
+    assert find_matches(make_graph(nodes14, {"x": (1, 16, 5, 5)}, ["k"], opset=14),
+                        RULES["ax-hard_swish_decompose-rev"])
