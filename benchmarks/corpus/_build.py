@@ -24,6 +24,7 @@ from pathlib import Path
 
 import onnx
 import onnxruntime as ort
+from packaging.requirements import Requirement  # onnxruntime depends on packaging
 
 from benchmarks.corpus import _cache
 from benchmarks.corpus._registry import BY_NAME, FAMILIES, Entry
@@ -60,6 +61,16 @@ def _missing(entry: Entry) -> list[str]:
     return [name for name in names if importlib.util.find_spec(name) is None]
 
 
+def _unmet_pin(entry: Entry) -> str | None:
+    """Why the installed versions miss a pin of the entry's family, or None."""
+    for pin in FAMILIES[entry.family].pins:
+        requirement = Requirement(pin)
+        version = _installed_version(requirement.name)
+        if version is None or not requirement.specifier.contains(version, prereleases=True):
+            return f"needs {pin}, {requirement.name} {version} is installed"
+    return None
+
+
 def _file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
@@ -69,6 +80,9 @@ def _versions(entry: Entry, cache: Path) -> dict[str, str] | str:
     missing = _missing(entry)
     if missing:
         return f"{', '.join(missing)} not installed (see benchmarks/corpus/__init__.py)"
+    unmet = _unmet_pin(entry)
+    if unmet is not None:
+        return unmet
     versions = {"onnx": onnx.__version__}
     for distribution in (*FAMILIES[entry.family].distributions, *entry.requires):
         versions[distribution] = _installed_version(distribution) or "unknown"

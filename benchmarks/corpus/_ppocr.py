@@ -27,11 +27,12 @@ NUM_CLASSES = 6625  # 6623 characters of the Chinese dictionary + blank + space
 class ConvBN(nn.Layer):
     """Conv2D (no bias) -> BatchNorm -> activation."""
 
-    def __init__(self, cin: int, cout: int, kernel: int, stride=1, groups: int = 1,
-                 act: type[nn.Layer] | None = nn.Hardswish) -> None:
+    def __init__(self, cin: int, cout: int, kernel: int | tuple[int, int], stride=1,
+                 groups: int = 1, act: type[nn.Layer] | None = nn.Hardswish) -> None:
         super().__init__()
-        self.conv = nn.Conv2D(cin, cout, kernel, stride=stride, padding=kernel // 2,
-                              groups=groups, bias_attr=False)
+        sizes = (kernel, kernel) if isinstance(kernel, int) else kernel
+        self.conv = nn.Conv2D(cin, cout, kernel, stride=stride, groups=groups, bias_attr=False,
+                              padding=[size // 2 for size in sizes])
         self.bn = nn.BatchNorm2D(cout)
         self.act = act() if act is not None else nn.Identity()
 
@@ -127,14 +128,14 @@ class SVTRBlock(nn.Layer):
 
 class SVTREncoder(nn.Layer):
     def __init__(self, cin: int, dims: int = 64, depth: int = 2, hidden: int = 120,
-                 heads: int = 8, mlp_ratio: float = 2.0) -> None:
+                 heads: int = 8, mlp_ratio: float = 2.0, kernel: int | tuple[int, int] = 3) -> None:
         super().__init__()
-        self.conv1 = ConvBN(cin, cin // 8, 3, act=nn.Swish)
+        self.conv1 = ConvBN(cin, cin // 8, kernel, act=nn.Swish)
         self.conv2 = ConvBN(cin // 8, hidden, 1, act=nn.Swish)
         self.blocks = nn.LayerList([SVTRBlock(hidden, heads, mlp_ratio) for _ in range(depth)])
         self.norm = nn.LayerNorm(hidden, epsilon=1e-6)
         self.conv3 = ConvBN(hidden, cin, 1, act=nn.Swish)
-        self.conv4 = ConvBN(2 * cin, cin // 8, 3, act=nn.Swish)
+        self.conv4 = ConvBN(2 * cin, cin // 8, kernel, act=nn.Swish)
         self.conv1x1 = ConvBN(cin // 8, dims, 1, act=nn.Swish)
         self.out_channels = dims
 
