@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import onnx
 import pytest
+from onnx import helper as h
 
 from taso.opspecs import spec_by_name
 from taso.substitutions.generate._axiom_families import regroup_rule, regroup_rules
@@ -20,7 +22,7 @@ from taso.substitutions.rule import (
     dump_rules,
     load_rules,
 )
-from tests.helpers.graphs import grouped_net
+from tests.helpers.graphs import grouped_net, make_graph, weight
 from tests.helpers.ort import assert_same_outputs
 
 
@@ -110,3 +112,33 @@ def test_the_shipped_library_has_the_regroup_rules() -> None:
     for rule in regroup_rules():
         mine = shipped[rule.id]
         assert (mine.source, mine.target, mine.constraints) == (rule.source, rule.target, rule.constraints)
+
+
+def _with_bias(graph):  # noqa: ANN001, ANN202
+    """`graph` with a bias on its grouped conv, as torch exports write every conv (BN folded)."""
+    nodes, inits = [], []
+    for node in graph.ordered_nodes():
+        proto = onnx.NodeProto()
+        proto.CopyFrom(node.proto)
+        if node.op_type == "Conv" and node.attr("group", 1) > 1:
+            proto.input.append("grouped_bias")
+            inits.append(weight("grouped_bias", (graph.types[node.outputs[0]].shape[1],), 3))
+        nodes.append(proto)
+    inits += [h.make_tensor(n, i.proto.data_type, list(i.proto.dims), i.array().ravel().tolist())
+              for n, i in graph.initializers.items()]
+    shapes = {name: graph.types[name].shape for name in graph.inputs}
+    return make_graph(nodes, shapes, list(graph.outputs), inits)
+
+
+@pytest.mark.ort
+@pytest.mark.parametrize(("channels", "group", "width"), [(4, 8, 16), (8, 4, 32)])
+def test_a_grouped_conv_with_a_bias_is_regrouped_too(channels: int, group: int, width: int) -> None:
+    """torchvision's ResNeXt convs all carry a bias after export; the no-bias rule misses them."""
+    graph = _with_bias(grouped_net(channels, group))
+    assert not find_matches(graph, regroup_rule(width, depthwise=False))
+    rule = regroup_rule(width, depthwise=False, bias=True)
+    (match,) = find_matches(graph, rule)
+    result = apply(graph, rule, match)
+    assert result is not None
+    assert_same_outputs(graph, result)
+    assert verify_rule(rule).status is ProofStatus.PROVED

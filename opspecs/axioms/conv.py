@@ -180,6 +180,13 @@ AXIOMS = (
                             **conv(p, group=int(p["group"]) // int(p["factor"]))),  # type: ignore[call-overload]
           REGROUP_CONFIGS,
           condition=lambda s, p: int(p["group"]) % int(p["factor"]) == 0),  # type: ignore[call-overload]
+    Axiom("conv_regroup_bias", "conv(x, w, b; g) = conv(x, regroup(w; g, k), b; g/k)  (k divides g)",
+          ("x", "w", "b"),
+          lambda a, v, p: a("Conv", v["x"], v["w"], v["b"], **conv(p)),
+          lambda a, v, p: a("Conv", v["x"], a("Regroup", v["w"], group=p["group"], factor=p["factor"]), v["b"],
+                            **conv(p, group=int(p["group"]) // int(p["factor"]))),  # type: ignore[call-overload]
+          tuple(cfg({**c.shapes, "b": (c.shapes["w"][0],)}, **c.params) for c in REGROUP_CONFIGS),
+          condition=lambda s, p: int(p["group"]) % int(p["factor"]) == 0),  # type: ignore[call-overload]
     _split_output(bias=False),
     _split_output(bias=True),
     Axiom("conv_bias_add", "conv(x, w) + c = conv(x, w, reshape(c, (M,)))  (c per channel)",

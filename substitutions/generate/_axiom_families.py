@@ -49,7 +49,7 @@ def _conv_params(group: object) -> tuple[tuple[str, object], ...]:
     return tuple(sorted([(k, ParamVar(k)) for k in _CONV_VARS] + [("group", group)]))
 
 
-def _witness(width: int, channels: tuple[int, ...]) -> list[dict]:
+def _witness(width: int, channels: tuple[int, ...], *, bias: bool = False) -> list[dict]:
     """Small configs: several filters per group, strided depthwise-like, dilated with a
     fused Relu; one per input-channels-per-group value in `channels` (cycling the kinds)."""
 
@@ -60,7 +60,8 @@ def _witness(width: int, channels: tuple[int, ...]) -> list[dict]:
             (factor, 1, 3, 6, {"strides": [2, 2], "pads": [1, 0, 1, 0]}),
             (3 * factor, 1, 2, 5, {"dilations": [2, 2], "activation": "relu"}),
         )[kind % 3]
-        shapes = {"x": [1, groups * per_group, size, size], "w": [groups * filters, per_group, kernel, kernel]}
+        shapes = {"x": [1, groups * per_group, size, size], "w": [groups * filters, per_group, kernel, kernel],
+                  **({"b": [groups * filters]} if bias else {})}
         bound = {"activation": "none", "auto_pad": "NOTSET", "dilations": [1, 1], "pads": [0, 0, 0, 0],
                  "strides": [1, 1], "group": groups, **extra}
         return {"shapes": shapes, "bindings": bound, "positive": [], "values": {}}
@@ -69,32 +70,38 @@ def _witness(width: int, channels: tuple[int, ...]) -> list[dict]:
         [config(kind, channels[0]) for kind in range(1, 3)] if len(channels) == 1 else [])
 
 
-def regroup_rule(width: int, *, depthwise: bool) -> Rule:
-    """Grouped convs whose channels per group divide `width` -> groups of `width` channels."""
+def regroup_rule(width: int, *, depthwise: bool, bias: bool = False) -> Rule:
+    """Grouped convs whose channels per group divide `width` -> groups of `width` channels
+    (with a bias input when `bias`: each output channel keeps its bias)."""
     factor = f"({width} // shape('w')[1])"
-    source = Pattern((PatternNode("n0", "Conv", ("x", "w"), _conv_params(ParamVar("group"))),))
+    operands = ("x", "w", "b") if bias else ("x", "w")
+    source = Pattern((PatternNode("n0", "Conv", operands, _conv_params(ParamVar("group"))),))
     target = Pattern((
         PatternNode("n0", "Regroup", ("w",), (("factor", ParamExpr(factor)), ("group", ParamVar("group")))),
-        PatternNode("n1", "Conv", ("x", "n0"), _conv_params(ParamExpr(f"group // {factor}"))),
+        PatternNode("n1", "Conv", ("x", "n0", *operands[2:]), _conv_params(ParamExpr(f"group // {factor}"))),
     ))
     kind = "shape('w')[1] == 1" if depthwise else f"1 < shape('w')[1] < {width}"
     constraints = ("rank('x') == 4", "rank('w') == 4", "is_const('w')", kind,
-                   f"{width} % shape('w')[1] == 0", f"group % {factor} == 0")
+                   f"{width} % shape('w')[1] == 0", f"group % {factor} == 0",
+                   *(("rank('b') == 1",) if bias else ()))
     channels = (1,) if depthwise else tuple(c for c in (2, 4, 8, 16) if c < width)
-    provenance = (("axiom", "conv_regroup"), ("method", "axiom"),
-                  ("witness", json.dumps(_witness(width, channels), sort_keys=True)))
-    name = f"ax-conv_regroup{'_depthwise' if depthwise else ''}-to{width}"
-    return Rule(name, f"conv(x, w; g) = conv(x, regroup(w; g, k); g/k), k = {width} / channels per group"
-                f"{' (depthwise)' if depthwise else ''}",
-                (PatternInput("x"), PatternInput("w")), source, target, (("n0", "n1"),),
+    axiom = "conv_regroup_bias" if bias else "conv_regroup"
+    provenance = (("axiom", axiom), ("method", "axiom"),
+                  ("witness", json.dumps(_witness(width, channels, bias=bias), sort_keys=True)))
+    name = f"ax-{axiom}{'_depthwise' if depthwise else ''}-to{width}"
+    operand_text = ", b" if bias else ""
+    return Rule(name, f"conv(x, w{operand_text}; g) = conv(x, regroup(w; g, k){operand_text}; g/k), "
+                f"k = {width} / channels per group{' (depthwise)' if depthwise else ''}",
+                tuple(PatternInput(n) for n in operands), source, target, (("n0", "n1"),),
                 constraints, Exactness.EXACT,
-                Proof(ProofStatus.PROVED, "axiom", "", 0.0, ("conv_regroup",), 0),
+                Proof(ProofStatus.PROVED, "axiom", "", 0.0, (axiom,), 0),
                 tuple(sorted(provenance))).validate()
 
 
-def regroup_rules() -> list[Rule]:
+def regroup_rules(*, bias: bool = False) -> list[Rule]:
     """Narrow groups and depthwise convs, each widened to every width in `REGROUP_WIDTHS`."""
-    return [guarded(regroup_rule(width, depthwise=d)) for d in (False, True) for width in REGROUP_WIDTHS]
+    return [guarded(regroup_rule(width, depthwise=d, bias=bias))
+            for d in (False, True) for width in REGROUP_WIDTHS]
 
 
 def _activation_nodes(kind: str, value: str, prefix: str) -> tuple[list[PatternNode], str]:
@@ -151,6 +158,7 @@ def split_output_rules(*, bias: bool) -> list[Rule]:
 
 FAMILIES = {
     "conv_regroup": regroup_rules,
+    "conv_regroup_bias": lambda: regroup_rules(bias=True),
     "conv_split_output": lambda: split_output_rules(bias=False),
     "conv_bias_split_output": lambda: split_output_rules(bias=True),
 }
