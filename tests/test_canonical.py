@@ -168,3 +168,25 @@ def test_the_rounded_hardswish_form_is_guarded_like_a_reassociating_rule():
     nodes14 = [*[n.proto for n in _clip_hardswish(14).nodes.values()], h.make_node("ArgMax", ["y"], ["k"], axis=1)]
     assert find_matches(make_graph(nodes14, {"x": (1, 16, 5, 5)}, ["k"], opset=14),
                         RULES["ax-hard_swish_decompose-rev"])
+
+
+def _tf2onnx_hardswish(opset: int, sixth: float):
+    """x * (clip(x + 3, 0, 6) * fl(1/6)) as tf2onnx writes Keras' hard_swish (opset 15)."""
+    nodes = [h.make_node("Add", ["x", "three"], ["p"]),
+             h.make_node("Clip", ["p", "lo", "hi"], ["c"]),
+             h.make_node("Mul", ["c", "sixth"], ["s"]),
+             h.make_node("Mul", ["x", "s"], ["y"])]
+    inits = [_const("three", 3.0, ()), _const("lo", 0.0, ()), _const("hi", 6.0, ()), _const("sixth", sixth, ())]
+    return make_graph(nodes, {"x": (1, 16, 5, 5)}, ["y"], inits, opset=opset)
+
+
+def test_tf2onnx_hardswish_with_a_rounded_sixth_becomes_one_op():
+    graph = _tf2onnx_hardswish(15, 1 / 6)
+    rewritten = _apply_everywhere(graph, "ax-hard_swish_mul_sixth-rev")
+    assert _ops(export(rewritten)) == ["HardSwish"]
+    assert RULES["ax-hard_swish_mul_sixth-rev"].exactness.value == "rounds-constants"
+    assert_same_outputs(graph, rewritten)
+
+
+def test_a_multiplier_that_is_not_the_float_nearest_a_sixth_is_not_hardswish():
+    assert not find_matches(_tf2onnx_hardswish(15, 0.1667), RULES["ax-hard_swish_mul_sixth-rev"])

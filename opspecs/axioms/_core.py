@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Protocol
 
 import numpy as np
@@ -62,6 +63,10 @@ class Axiom:
     exactness: Exactness = Exactness.EXACT
     positive: frozenset[str] = frozenset()  # inputs sampled from positive values (variances...)
     derive: Callable[[Mapping[str, Shape], Params], Mapping[str, object]] | None = None
+    exact_constants: Mapping[float, Fraction] = field(default_factory=dict)
+    """For a `ROUNDS_CONSTANTS` axiom: each literal the written form uses (the float32
+    nearest an exact value, e.g. fl(1/6)) -> that exact value. Validation evaluates the
+    literal as the exact value: the identity holds over the reals with the exact constant."""
 
     def bind(self, config: AxiomConfig) -> dict[str, object]:
         """The config's parameters plus those derived from shapes (split sizes, pads...)."""

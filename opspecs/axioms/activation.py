@@ -4,10 +4,16 @@ and the decompositions converters emit (HardSigmoid, HardSwish, SiLU, Gelu, Relu
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
+import numpy as np
+
+from taso.opspecs._types import Exactness
 from taso.opspecs.axioms._core import Axiom, cfg
 
 SQRT2 = math.sqrt(2.0)
+SIXTH = float(np.float32(1 / 6))
+"""1/6 as a float32 model writes it (tf2onnx multiplies by it instead of dividing by 6)."""
 UNARY = (cfg({"x": (2, 3)}), cfg({"x": (1, 3, 2, 2)}), cfg({"x": (5,)}))
 
 
@@ -55,6 +61,11 @@ AXIOMS = (
           lambda a, v, p: a("HardSwish", v["x"]),
           lambda a, v, p: a("Div", a("Mul", v["x"], a("Clip", a("Add", v["x"], _fill(a, 3.0)),
                                                     min=0.0, max=6.0)), _fill(a, 6.0)), UNARY),
+    Axiom("hard_swish_mul_sixth", "hardswish(x) = x * (clip(x + 3, 0, 6) * fl(1/6))  (rounds 1/6)", ("x",),
+          lambda a, v, p: a("HardSwish", v["x"]),
+          lambda a, v, p: a("Mul", v["x"], a("Mul", a("Clip", a("Add", v["x"], _fill(a, 3.0)), min=0.0, max=6.0),
+                                             _fill(a, SIXTH))),
+          UNARY, exactness=Exactness.ROUNDS_CONSTANTS, exact_constants={SIXTH: Fraction(1, 6)}),
     Axiom("hard_swish_via_relu6", "hardswish(x) = x * relu6(x + 3) / 6", ("x",),
           lambda a, v, p: a("HardSwish", v["x"]),
           lambda a, v, p: a("Div", a("Mul", v["x"], a("Clip", a("Relu", a("Add", v["x"], _fill(a, 3.0))),

@@ -7,6 +7,11 @@ models in its math line.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
+import numpy as np
+
+from taso.opspecs._types import Exactness
 from taso.opspecs.axioms._core import Axiom, cfg
 from taso.opspecs.axioms.conv import LINEAR_CONFIGS, conv
 from taso.opspecs.axioms.converter import (
@@ -227,4 +232,17 @@ MUTANTS = (
           (cfg({"x": (1, 3, 3, 3), "w": (3, 3, 1, 1), "c": (3, 1, 1)}),
            cfg({"x": (1, 2, 3, 3), "w": (2, 2, 3, 3), "c": (1, 2, 1, 1)}),
            cfg({"x": (2, 4, 2, 2), "w": (4, 4, 1, 1), "c": (4, 1, 1)}))),
+    Axiom("bad_hard_swish_mul_fifth", "WRONG hardswish(x) = x * (clip(x + 3, 0, 6) * fl(1/5))  (1/5 for 1/6)",
+          ("x",),
+          lambda a, v, p: a("HardSwish", v["x"]),
+          lambda a, v, p: a("Mul", v["x"], a("Mul", a("Clip", a("Add", v["x"], _fill(a, 3.0)), min=0.0, max=6.0),
+                                             _fill(a, float(np.float32(0.2))))),
+          UNARY, exactness=Exactness.ROUNDS_CONSTANTS, exact_constants={float(np.float32(0.2)): Fraction(1, 5)}),
+    Axiom("bad_hard_swish_rounded_but_declared_sixth",
+          "WRONG hardswish(x) = x * (clip(x + 3, 0, 6) * 0.1667)  (0.1667 is not fl(1/6))",
+          ("x",),
+          lambda a, v, p: a("HardSwish", v["x"]),
+          lambda a, v, p: a("Mul", v["x"], a("Mul", a("Clip", a("Add", v["x"], _fill(a, 3.0)), min=0.0, max=6.0),
+                                             _fill(a, 0.1667))),
+          UNARY, exactness=Exactness.ROUNDS_CONSTANTS, exact_constants={0.1667: Fraction(1, 6)}),
 )

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import z3
 
+from taso.opspecs._types import Exactness
 from taso.opspecs._z3 import as_real, symbolic_array
 from taso.opspecs.axioms._core import ArrayAlgebra, Axiom, AxiomConfig
 
@@ -77,6 +79,45 @@ def reproducer(axiom: Axiom, index: int, method: Method, seed: int = 0) -> str:
     )
 
 
+class _ExactConstants:
+    """`ArrayAlgebra`, except that a `ConstFill` of a literal the axiom rounds is its exact
+    value (a Z3 rational in symbolic evaluation, the float64 nearest it numerically)."""
+
+    def __init__(self, exact: Mapping[float, Fraction], *, symbolic: bool) -> None:
+        self.exact, self.symbolic, self.inner = exact, symbolic, ArrayAlgebra()
+
+    def __call__(self, op: str, *inputs: object, **params: object) -> object:
+        value = params.get("value")
+        if op != "ConstFill" or value not in self.exact:
+            return self.inner(op, *inputs, **params)
+        exact = self.exact[value]  # type: ignore[index]
+        shape = tuple(params.get("shape", ()))  # type: ignore[arg-type]
+        if not self.symbolic:
+            return np.full(shape, float(exact))
+        out = np.empty(shape, dtype=object)
+        out[...] = z3.RealVal(f"{exact.numerator}/{exact.denominator}")
+        return out
+
+
+def _algebra(axiom: Axiom, *, symbolic: bool) -> object:
+    if not axiom.exact_constants:
+        return ArrayAlgebra()
+    return _ExactConstants(axiom.exact_constants, symbolic=symbolic)
+
+
+def _rounding_error(axiom: Axiom) -> str:
+    """A rounded literal must be the float32 nearest its exact value, and only a
+    `ROUNDS_CONSTANTS` axiom may have one."""
+    if axiom.exact_constants and axiom.exactness is not Exactness.ROUNDS_CONSTANTS:
+        return "exact constants declared, but the axiom is not rounds-constants"
+    if axiom.exactness is Exactness.ROUNDS_CONSTANTS and not axiom.exact_constants:
+        return "a rounds-constants axiom must declare its exact constants"
+    for literal, exact in axiom.exact_constants.items():
+        if float(np.float32(float(exact))) != literal:
+            return f"{literal!r} is not the float32 nearest {exact}"
+    return ""
+
+
 def _random_inputs(axiom: Axiom, config: AxiomConfig, rng: np.random.Generator) -> dict:
     values = {}
     for name in axiom.inputs:
@@ -87,6 +128,9 @@ def _random_inputs(axiom: Axiom, config: AxiomConfig, rng: np.random.Generator) 
 
 
 def _condition_error(axiom: Axiom, config: AxiomConfig) -> str:
+    rounding = _rounding_error(axiom)
+    if rounding:
+        return rounding
     if not axiom.condition(config.shapes, config.params):
         return f"config violates the axiom's side condition: {config}"
     return ""
@@ -100,7 +144,7 @@ def check_numeric(axiom: Axiom, index: int, *, seed: int = 0, trials: int = 2) -
     for _ in range(trials if not detail else 0):
         try:
             inputs = _random_inputs(axiom, config, rng)
-            lhs, rhs = axiom.sides(ArrayAlgebra(), inputs, axiom.bind(config))
+            lhs, rhs = axiom.sides(_algebra(axiom, symbolic=False), inputs, axiom.bind(config))
             detail = _compare_numeric(lhs, rhs)
         except (ValueError, IndexError, TypeError, KeyError) as err:
             detail = f"evaluation error: {type(err).__name__}: {err}"
@@ -143,7 +187,7 @@ def _prove(axiom: Axiom, config: AxiomConfig, timeout_ms: int) -> tuple[Status, 
         return Status.FAILED, error
     inputs = {n: symbolic_array(n, config.shapes[n]) for n in axiom.inputs}
     try:
-        lhs, rhs = axiom.sides(ArrayAlgebra(), inputs, axiom.bind(config))
+        lhs, rhs = axiom.sides(_algebra(axiom, symbolic=True), inputs, axiom.bind(config))
     except (ValueError, IndexError, TypeError, KeyError) as err:
         return Status.FAILED, f"evaluation error: {type(err).__name__}: {err}"
     pairs = list(_element_pairs(lhs, rhs))
