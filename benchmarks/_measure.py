@@ -1,6 +1,7 @@
 """Measuring one benchmark model against the baseline: noise row, then one row per tool.
 
-For one model: random inputs and the original's reference outputs; the noise row (the
+For one model: random inputs (at the shapes of the job's `ToolOptions.shapes`, the same
+`--shape` spec taso gets, when given) and the original's reference outputs; the noise row (the
 original timed interleaved against a byte-for-byte copy of itself); then for each tool a
 fresh-subprocess run, its output's IR version capped to what ONNX Runtime loads, its
 output compared with the reference on the same inputs, and its output timed interleaved
@@ -121,7 +122,9 @@ class Row:
 
 @dataclass(frozen=True)
 class ModelJob:
-    """Everything needed to measure one model: where it is and where tools may write."""
+    """Everything needed to measure one model: where it is and where tools may write.
+
+    `options.shapes`, when set, is the input shape profile of both the tools and the timing."""
 
     name: str
     path: Path
@@ -160,7 +163,8 @@ def measure_model(job: ModelJob, say: Callable[[str], None]) -> list[Row]:
 
 
 def _prepare(job: ModelJob) -> _Baseline:
-    inputs = backends.make_inputs(job.path)
+    shapes = backends.ShapeProfile.parse(job.options.shapes) if job.options.shapes else None
+    inputs = backends.make_inputs(job.path, profile=shapes)
     reference = backends.run_model(job.path, inputs, threads=job.plan.threads)
     estimate = backends.measure_latency(
         job.path, inputs, repeats=5, warmup=1, threads=job.plan.threads

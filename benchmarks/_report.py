@@ -1,8 +1,11 @@
 """Rendering benchmark results: a markdown table with footnotes, and JSON.
 
-`Results` holds every row plus the machine and the configuration it ran with;
-`to_markdown` and `to_json` are its two renderings. Ratios are tool / baseline latency
-(below 1 is faster), the median of per-iteration paired ratios with their p10-p90.
+`Results` holds every row plus the machine and the configuration it ran with, and for a
+corpus run each model's ORT op profile; `to_markdown` and `to_json` are its two
+renderings. Ratios are tool / baseline latency (below 1 is faster), the median of
+per-iteration paired ratios with their p10-p90; speedup is 1 / ratio. A corpus run is
+rendered as one table per model, headed by its shapes and op profile, then each tool's
+geomean speedup per group (elementwise-heavy, FLOP-bound).
 """
 
 from __future__ import annotations
@@ -16,7 +19,15 @@ import sys
 from dataclasses import asdict, dataclass
 from importlib import metadata
 
+from benchmarks._corpus_run import (
+    ELEMENTWISE_HEAVY_SHARE,
+    FLOP_OPS,
+    GroupSpeedup,
+    OpProfile,
+    group_speedups,
+)
 from benchmarks._measure import NOISE_ROW, Row, RowStatus
+from benchmarks._tools import TIME_TO_BEST
 from taso.backends import max_ir_version
 
 _PACKAGES = ("onnx", "onnxruntime", "onnxsim", "onnxslim", "onnxoptimizer", "taso-onnx", "numpy")
@@ -28,6 +39,7 @@ class Results:
     machine: dict[str, object]
     config: dict[str, object]
     duration_s: float
+    profiles: tuple[OpProfile, ...] = ()  # corpus runs only: one per model
 
 
 def machine_info() -> dict[str, object]:
@@ -69,7 +81,9 @@ def to_json(results: Results) -> str:
         "duration_s": round(results.duration_s, 1),
         "noise": noise_summary(results.rows),
         "rows": [_row_dict(row) for row in results.rows],
-        "footnotes": footnotes(results.rows),
+        "profiles": [profile.to_dict() for profile in results.profiles],
+        "groups": [group.to_dict() for group in group_speedups(results.rows, results.profiles)],
+        "footnotes": footnotes(results.rows, corpus=bool(results.profiles)),
     }
     return json.dumps(data, indent=2, default=_enum_value) + "\n"
 
@@ -89,14 +103,19 @@ def _enum_value(value: object) -> object:
 # --- markdown -----------------------------------------------------------------------
 
 _HEADER = (
-    "| model | tool | status | baseline ms | tool ms | ratio (p10-p90) | beyond noise "
-    "| iterations | tool wall s | tool peak RSS MB | max abs diff | nodes before -> after |"
+    "| model | tool | status | baseline ms | tool ms | ratio (p10-p90) | speedup | beyond noise "
+    "| iterations | tool wall s | time to best s | tool peak RSS MB | max abs diff "
+    "| nodes before -> after |"
 )
-_ALIGN = "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|"
+_ALIGN = "|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"
 
 
 def to_markdown(results: Results) -> str:
-    lines = [_HEADER, _ALIGN, *(_row_line(row) for row in results.rows), ""]
+    if results.profiles:
+        lines = [line for p in results.profiles for line in _model_section(p, results.rows)]
+        lines += _group_table(group_speedups(results.rows, results.profiles))
+    else:
+        lines = [_HEADER, _ALIGN, *(_row_line(row) for row in results.rows), ""]
     noise = noise_summary(results.rows)
     if noise:
         lines.append(
@@ -105,7 +124,8 @@ def to_markdown(results: Results) -> str:
             f"max {noise['max_band']:.3f}."
         )
         lines.append("")
-    lines += [f"{index}. {note}" for index, note in enumerate(footnotes(results.rows), start=1)]
+    notes = footnotes(results.rows, corpus=bool(results.profiles))
+    lines += [f"{index}. {note}" for index, note in enumerate(notes, start=1)]
     lines += ["", _machine_line(results)]
     return "\n".join(lines) + "\n"
 
@@ -119,14 +139,67 @@ def _row_line(row: Row) -> str:
         _num(timing.baseline_median_ms if timing else None, ".2f"),
         _num(timing.candidate_median_ms if timing else None, ".2f"),
         f"{timing.ratio:.3f} ({timing.ratio_p10:.3f}-{timing.ratio_p90:.3f})" if timing else "-",
+        f"{1 / timing.ratio:.3f}x" if timing else "-",
         "-" if row.tool == NOISE_ROW or not timing else row.verdict.value,
         str(timing.repeats) if timing else "-",
         _num(run.wall_s if run else None, ".1f"),
+        _time_to_best(row),
         _num(run.peak_rss_mb if run else None, ".0f"),
         _num(row.max_abs_diff, ".2g") if row.tool != NOISE_ROW else "-",
         _nodes(row),
     ]
     return "| " + " | ".join(cells) + " |"
+
+
+def _time_to_best(row: Row) -> str:
+    """taso's time to its best graph: 'n/a' when its report has no such field, 'none'
+    when the search found nothing better than the input; '-' for the other tools."""
+    if row.tool != "taso":
+        return "-"
+    notes = row.tool_run.notes if row.tool_run else {}
+    if TIME_TO_BEST not in notes:
+        return "n/a"
+    value = notes[TIME_TO_BEST]
+    return "none" if value is None else format(float(value), ".1f")  # type: ignore[arg-type]
+
+
+def _model_section(profile: OpProfile, rows: tuple[Row, ...]) -> list[str]:
+    """One corpus model: a heading with its shapes and op profile, then its table."""
+    share = profile.outside_share
+    if share is None:
+        where = f"ORT profile failed: {profile.error}" if profile.error else "no kernel time"
+    else:
+        top = ", ".join(f"{op} {part:.0%}" for op, part in profile.top_ops())
+        where = (
+            f"{share:.0%} of ORT kernel time outside Conv/MatMul/Gemm "
+            f"({profile.group.value}; {profile.runs} profiled runs); top ops: {top}"
+        )
+    model_rows = [_row_line(row) for row in rows if row.model == profile.model]
+    shapes = profile.shapes or "the model's own shapes"
+    return [f"### {profile.model}", "", f"Shapes {shapes}; {where}.", "", _HEADER, _ALIGN,
+            *model_rows, ""]
+
+
+def _group_table(summaries: list[GroupSpeedup]) -> list[str]:
+    """Per group, each tool's geomean speedup and on how many models its output was valid."""
+    if not summaries:
+        return []
+    tools = list(dict.fromkeys(s.tool for s in summaries))
+    cells = {(s.group, s.tool): s for s in summaries}
+    lines = ["## Geomean speedup per group", "",
+             "| group | models | " + " | ".join(tools) + " |",
+             "|---|---:|" + "---:|" * len(tools)]
+    for group in dict.fromkeys(s.group for s in summaries):
+        models = max(s.models for s in summaries if s.group is group)
+        values = [_group_cell(cells.get((group, tool))) for tool in tools]
+        lines.append(f"| {group.value} | {models} | " + " | ".join(values) + " |")
+    return [*lines, ""]
+
+
+def _group_cell(summary: GroupSpeedup | None) -> str:
+    if summary is None:
+        return "-"
+    return f"{summary.geomean:.3f}x ({summary.valid}/{summary.models} valid)"
 
 
 def _status_text(row: Row) -> str:
@@ -176,7 +249,7 @@ def noise_summary(rows: tuple[Row, ...] | list[Row]) -> dict[str, float] | None:
     }
 
 
-def footnotes(rows: tuple[Row, ...] | list[Row]) -> list[str]:
+def footnotes(rows: tuple[Row, ...] | list[Row], *, corpus: bool = False) -> list[str]:
     notes = [
         "ratio = tool output latency / original latency, both under ORT_ENABLE_ALL, timed "
         "interleaved (A B, B A, ...) in the same process on the same inputs: median of the "
@@ -185,13 +258,20 @@ def footnotes(rows: tuple[Row, ...] | list[Row]) -> list[str]:
         f"model's '{NOISE_ROW}' row (the original timed against a byte-identical copy); "
         "'same graph' when the tool's output holds the input's graph unchanged, so that any "
         "measured difference is noise.",
+        "speedup = 1 / ratio (above 1 is faster).",
         "tool wall s: load + optimize + save inside the tool's process (not interpreter start). "
         "taso's includes its own output check and interleaved measurement (check=True).",
+        "time to best s (taso only, from its report): from the start of the call until the "
+        "search first found the graph it ended with (the measured decision may still return "
+        "the original: see 'same graph'); 'none' when the search found nothing better than "
+        "the input; 'n/a' when the installed taso's report does not record it.",
         "tool peak RSS: high-water resident set (VmHWM) of the tool's own fresh subprocess, "
         "including the Python interpreter, imports and the loaded model.",
         "max abs diff: over all outputs, tool output vs original on ONNX Runtime with the same "
         "random inputs.",
     ]
+    if corpus:
+        notes += _corpus_notes()
     lowered = sorted({f"{r.tool} (IR {r.ir_lowered_from})" for r in rows if r.ir_lowered_from})
     notes.append(
         f"IR version: a tool output whose IR version is newer than onnxruntime loads is lowered "
@@ -200,3 +280,21 @@ def footnotes(rows: tuple[Row, ...] | list[Row]) -> list[str]:
     )
     notes += [f"{r.model} / {r.tool}: {r.status.value}: {r.error}" for r in rows if r.error]
     return notes
+
+
+def _corpus_notes() -> list[str]:
+    return [
+        "corpus models run at the input shapes of their manifests: taso receives them as "
+        "--shape, the timing and the output check feed inputs of those shapes; the other "
+        "tools run with their defaults (no shape options).",
+        "outside Conv/MatMul/Gemm: the original profiled with ORT's profiler (ORT_ENABLE_ALL, "
+        "the benchmark's thread count, spinning off), kernel durations summed by the op ORT "
+        "ran, the warm-up run excluded. FLOP ops: " + ", ".join(sorted(FLOP_OPS)) + "; every "
+        "other op (elementwise, activations, normalization, pooling, layout reorders, "
+        "Attention, quantize/dequantize) counts as outside. A model at "
+        f"{ELEMENTWISE_HEAVY_SHARE:.0%} or more outside is elementwise-heavy, below it "
+        "FLOP-bound.",
+        "geomean speedup per group: over the group's models; a tool whose output was not "
+        "measured or whose outputs differ from the original's counts as 1.0x on that model "
+        "(the user keeps the original), as does an output holding the original's graph.",
+    ]

@@ -19,10 +19,11 @@ import json
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 DEFAULT_TIMEOUT_S = 600.0
+TIME_TO_BEST = "time_to_best_s"  # taso's report field, copied into its notes when present
 _REPO_ROOT = Path(__file__).resolve().parents[1]
 _RESULT_PREFIX = "TOOL-RESULT "
 _ERROR_LINES = 3
@@ -42,9 +43,14 @@ class Tool:
 
 @dataclass(frozen=True)
 class ToolOptions:
-    """Options every tool function receives (only ours uses them today)."""
+    """Options every tool function receives (only ours uses them today).
 
-    time_budget_s: float = 10.0
+    `time_budget_s`: taso's budget, None for taso's own default. `shapes`: the input
+    shapes as a `--shape` spec ("x=1x3x224x224"), empty for the model's own.
+    """
+
+    time_budget_s: float | None = None
+    shapes: str = ""
 
 
 class ToolStatus(enum.Enum):
@@ -103,16 +109,21 @@ def optimize_with_onnxoptimizer(src: Path, dst: Path, options: ToolOptions) -> d
 def optimize_with_taso(src: Path, dst: Path, options: ToolOptions) -> dict[str, object]:
     import taso
 
-    result = taso.optimize_onnx(src, dst, time_budget_s=options.time_budget_s, check=True)
+    budget = {} if options.time_budget_s is None else {"time_budget_s": options.time_budget_s}
+    result = taso.optimize_onnx(src, dst, check=True, shapes=options.shapes or None, **budget)
     report = result.report
-    return {
+    notes: dict[str, object] = {
         "decision": report.decision.name.lower(),
         "stop_reason": report.stop_reason.name.lower(),
         "applied_rewrites": dict(report.applied_rewrites),
         "rejected_rewrites": dict(report.rejected_rewrites),
         "sweeps": [s.describe() for s in report.sweeps],
         "time_budget_s": options.time_budget_s,
+        "shapes": options.shapes,
     }
+    if hasattr(report, TIME_TO_BEST):  # absent from reports older than the field
+        notes[TIME_TO_BEST] = getattr(report, TIME_TO_BEST)
+    return notes
 
 
 TOOLS: dict[str, Tool] = {
@@ -147,7 +158,7 @@ def run_tool(
             tool.name, ToolStatus.NOT_INSTALLED, error=f"package {tool.package!r} not found"
         )
     command = [sys.executable, "-m", "benchmarks._tools", tool.target, str(src), str(dst)]
-    command.append(json.dumps({"time_budget_s": options.time_budget_s}))
+    command.append(json.dumps(asdict(options)))
     try:
         done = subprocess.run(
             command,
