@@ -126,6 +126,15 @@ def test_a_scalar_shift_then_scale_fold_forward_into_an_unpadded_conv(group):
     assert_same_outputs(graph, folded)
 
 
+@pytest.mark.parametrize("group", [1, 8])
+def test_a_scalar_affine_folds_forward_in_one_step(group):
+    graph = _input_affine((0, 0, 0, 0), group)
+    folded = _apply_everywhere(graph, "cv-conv_affine_input")
+    assert _ops(export(folded)) == ["Conv", "Relu"]
+    assert_same_outputs(graph, folded)
+    assert not find_matches(_input_affine((1, 1, 1, 1), group), RULES["cv-conv_affine_input"])
+
+
 def test_a_shift_never_folds_into_a_padded_conv_but_a_scale_does():
     graph = _input_affine((1, 1, 1, 1), 1)
     assert not find_matches(graph, RULES["cv-conv_shift_input"])

@@ -29,6 +29,7 @@ from taso.opspecs.axioms.converter import AXIOMS as CONVERTER_AXIOMS
 from taso.opspecs.axioms.converter import (
     CHANNEL_CONFIGS,
     GEMM_CONFIGS,
+    INPUT_SHIFT_CONFIGS,
     NOBIAS_CONFIGS,
     SCALAR_CONFIGS,
     SCALAR_NOBIAS_CONFIGS,
@@ -105,11 +106,34 @@ def _fold(op: str, bias: bool) -> Axiom:
                  inputs, lhs, rhs, configs, positive=positive, exactness=Exactness.REASSOCIATES)
 
 
+def _affine_input(bias: bool) -> Axiom:
+    """``conv(x * s + t, w[, b])`` for scalars s, t, unpadded: both folded in one step (the
+    scale alone or the shift alone gains little where ORT runs the other as a separate pass)."""
+    inputs = ("x", "w", "b", "s", "t") if bias else ("x", "w", "s", "t")
+
+    def lhs(a, v, p):  # noqa: ANN001, ANN202
+        affine = a("Add", a("Mul", v["x"], v["s"]), v["t"])
+        return a("Conv", affine, *_conv_b(v, bias)[1:], **conv_params(p))
+
+    def rhs(a, v, p):  # noqa: ANN001, ANN202
+        shift = a("Mul", v["t"], a("FilterSum", v["w"]))
+        return a("Conv", v["x"], a("Mul", v["w"], v["s"]), a("Add", v["b"], shift) if bias else shift,
+                 **conv_params(p))
+
+    configs = tuple(cfg({**c.shapes, "t": ()}, **c.params) for c in INPUT_SHIFT_CONFIGS)
+    if not bias:
+        configs = tuple(cfg({k: v for k, v in c.shapes.items() if k != "b"}, **c.params) for c in configs)
+    return Axiom(f"conv_affine_input{'' if bias else '_nobias'}",
+                 f"conv(x * s + t, w{', b' if bias else ''}) = conv(x, w * s, {'b + ' if bias else ''}t * filtersum(w))"
+                 "  (s, t scalars, no padding)", inputs, lhs, rhs, configs, exactness=Exactness.REASSOCIATES)
+
+
 CONVERTER_FORMS = (
     *(_fold(op, bias) for op in ("Mul", "Add", "Div") for bias in (False, True)),
     *(replace(a, name=n) for a, n in zip(CONVERTER_AXIOMS[2:4], ("fold_bn_conv_bias", "fold_bn_conv"),
                                           strict=True)),
     *(a for a in CONVERTER_AXIOMS if a.name.startswith(("conv_scale_input", "conv_shift_input"))),
+    *(_affine_input(bias) for bias in (True, False)),
     Axiom("hard_swish_mul_div6", "x * (clip(x + 3, 0, 6) / 6) = hardswish(x)", ("x",),
           lambda a, v, p: a("Mul", v["x"], _hard_sigmoid6(a, v["x"])),
           lambda a, v, p: a("HardSwish", v["x"]), UNARY),
@@ -132,6 +156,8 @@ FORM_CONSTRAINTS: dict[str, tuple[str, ...]] = {
     **{f"fold_{op}_conv{suffix}": FOLD_OR_SCALAR for op in ("mul", "div", "add")
        for suffix in ("", "_bias") if _takes_scalar(op.capitalize(), suffix == "_bias")},
     **{f.name: INPUT_SCALAR for f in CONVERTER_FORMS if f.name.startswith(("conv_scale_input", "conv_shift_input"))},
+    **{f"conv_affine_input{suffix}": (*INPUT_SCALAR, "is_const('t')", "shape('t') == ()")
+       for suffix in ("", "_nobias")},
     "fold_bn_conv_bias": ("rank('x') == 4",),
     "fold_bn_conv": ("rank('x') == 4",),
     "matmul_add_to_gemm": GEMM,
