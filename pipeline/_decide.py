@@ -281,7 +281,8 @@ JUDGE_MAX_LOOKS = 4
 _JUDGEMENT_FIELDS = ("faster", "speedup")
 MAX_JUDGED_MS = 100.0
 """Models slower than this per run are not judged end to end (a look would take over two
-seconds); the sweep phase is skipped for them."""
+seconds) unless the budget affords it (`Budget.slowest_judged_ms`); the sweep phase is
+skipped for them."""
 
 
 @dataclass
@@ -304,11 +305,12 @@ class MeasuredJudge:
     _exported: dict[bytes, onnx.ModelProto] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def for_reference(cls, reference: ReferenceRun, device: Device | None = None) -> MeasuredJudge | None:
+    def for_reference(cls, reference: ReferenceRun, device: Device | None = None, *,
+                      max_run_ms: float = MAX_JUDGED_MS) -> MeasuredJudge | None:
         """A judge on the reference run's inputs (on `device`, where the reference ran), or
-        None if the model is too slow to judge whole (or ORT could not run it)."""
+        None if the model is slower than `max_run_ms` per run (or ORT could not run it)."""
         timing = reference.timing
-        if reference.error is not None or timing is None or timing.run_ms > MAX_JUDGED_MS:
+        if reference.error is not None or timing is None or timing.run_ms > max_run_ms:
             return None
         return cls(reference.inputs, timing.run_ms, device or cpu())
 

@@ -38,6 +38,9 @@ class SearchOutcome:
     predicted_original_ms: float | None = None
     predicted_best_ms: float | None = None
     sweeps: tuple[SweepStep, ...] = ()
+    best_found_s: float | None = None
+    """Seconds from the start of the call until the search found the graph it returned
+    (None: nothing better than the input)."""
 
 
 def default_rules() -> tuple[Rule, ...]:
@@ -151,6 +154,10 @@ def run_search(
     with what is left, less the final judgement's reserve. Its result replaces the swept
     graph only if the judge finds it faster too, so that moves priced by regions alone
     never undo what the whole-model measurements established.
+
+    The stop reason is the backtracking search's (`CONVERGED`, `EXHAUSTED`: it ended
+    early, nothing improving left), unless the sweeps ran out of time first: then it is
+    `TIME_BUDGET`, whatever the search did with the rest.
     """
     if budget.seconds == 0:
         return SearchOutcome(graph, {}, StopReason.NO_SEARCH)
@@ -158,41 +165,52 @@ def run_search(
         return SearchOutcome(graph, {}, StopReason.NO_RULES)
     expand = make_expand(rules, priority=priority)
     start, swept, steps, speedup, reserve = graph, Counter[str](), (), 1.0, 0.0
+    swept_at, sweeps_timed_out = None, False
     if sweeping is not None:
         by_id = {rule.id: rule for rule in rules}
+        share = budget.sweeps()
         phase = sweep(
-            graph, expand, sweeping.judge, prior=sweeping.prior, time_budget_s=budget.sweeps().seconds,
+            graph, expand, sweeping.judge, prior=sweeping.prior, time_budget_s=share.seconds,
             expand_rule=lambda rule_id: make_expand([by_id[rule_id]]), on_step=sweeping.on_step,
             screen=sweeping.screen, min_predicted=sweeping.min_predicted,
         )
         start, swept, steps = phase.graph, phase.applied, phase.steps
+        swept_at = None if phase.best_found_s is None else share.start + phase.best_found_s
+        sweeps_timed_out = phase.stop_reason is StopReason.TIME_BUDGET
         reserve = phase.judge_s if swept else 0.0  # for judging the search's result at the end
         for step in steps:
             speedup *= step.speedup if step.accepted else 1.0
     backtracking = budget.cut(budget.left() - reserve)
     if backtracking.seconds <= 0:  # the sweeps spent the budget
-        return _outcome(start, swept, StopReason.TIME_BUDGET, steps, graph, sweeping)
+        return _outcome(start, swept, StopReason.TIME_BUDGET, steps, graph, sweeping, _since(budget, swept_at))
     result = search(start, expand, cost_model, alpha=alpha, time_budget_s=backtracking.seconds, progress=progress)
     best, searched = result.graph, result.applied
+    found_at = swept_at if result.best_found_s is None else backtracking.start + result.best_found_s
     if sweeping is not None and swept and searched and not sweeping.judge(start, best, budget.deadline).faster:
-        best, searched = start, Counter[str]()
+        best, searched, found_at = start, Counter[str](), swept_at
     applied = swept + searched
     initial = None if result.initial_cost is None else result.initial_cost * speedup
     outcome = SearchOutcome(
         graph=best,
         applied=dict(sorted(applied.items())),
-        stop_reason=result.stop_reason,
+        stop_reason=StopReason.TIME_BUDGET if sweeps_timed_out else result.stop_reason,
         explored=result.explored + len(steps),
         predicted_original_ms=initial,
         predicted_best_ms=result.best_cost if searched or not swept else result.initial_cost,
         sweeps=steps,
+        best_found_s=_since(budget, found_at),
     )
     return _predicted_by_prior(outcome, graph, sweeping)
 
 
+def _since(budget: Budget, at: float | None) -> float | None:
+    return None if at is None else budget.since_call_start(at)
+
+
 def _outcome(graph: Graph, applied: Counter[str], reason: StopReason, steps: tuple[SweepStep, ...],
-             original: Graph, sweeping: Sweeping | None) -> SearchOutcome:
-    outcome = SearchOutcome(graph, dict(sorted(applied.items())), reason, explored=len(steps), sweeps=steps)
+             original: Graph, sweeping: Sweeping | None, best_found_s: float | None) -> SearchOutcome:
+    outcome = SearchOutcome(graph, dict(sorted(applied.items())), reason, explored=len(steps), sweeps=steps,
+                            best_found_s=best_found_s)
     return _predicted_by_prior(outcome, original, sweeping)
 
 

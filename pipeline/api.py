@@ -39,13 +39,21 @@ from taso.backends.compare import ReferenceRun, compare_outputs, run_reference, 
 from taso.backends.graph_cost import Folds, MeasuredCostModel
 from taso.backends.kernel_cost import KernelCostModel, weight_bytes
 from taso.backends.ort_backends import OrtCpuBackend, OrtCudaBackend
-from taso.backends.profiles import check_profile_names
+from taso.backends.profiles import check_profile_names, input_shapes
 from taso.backends.registry import BackendSpec, Pricing, backend_spec
 from taso.errors import BackendError, TasoWarning, UsageError
 from taso.ir import Graph
 from taso.pipeline._bodies import body_node_count, optimize_bodies
 from taso.pipeline._canonical import canonicalize
-from taso.pipeline._decide import MIN_SPEEDUP, Device, Duel, MeasuredJudge, cpu, decide_seconds
+from taso.pipeline._decide import (
+    MAX_JUDGED_MS,
+    MIN_SPEEDUP,
+    Device,
+    Duel,
+    MeasuredJudge,
+    cpu,
+    decide_seconds,
+)
 from taso.pipeline._export import export
 from taso.pipeline._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, run_search
 from taso.pipeline.budget import Budget
@@ -54,8 +62,6 @@ from taso.search import CostModel, SearchProgress
 from taso.search.guarded import GuardedCost, describe, guarded_judge
 from taso.search.sweep import SweepStep
 from taso.substitutions.rule import Rule
-
-DEFAULT_TIME_BUDGET_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -84,7 +90,7 @@ def optimize_onnx(
     output: str | os.PathLike[str] | None = None,
     *,
     backend: str = "ort-cpu",
-    time_budget_s: float = DEFAULT_TIME_BUDGET_S,
+    time_budget_s: float | None = None,
     alpha: float = 1.05,
     check: bool = True,
     rules: RulesArg = None,
@@ -98,7 +104,9 @@ def optimize_onnx(
     `model` is a path or a ModelProto; `output`, if given, receives the result atomically.
     `time_budget_s` is for the whole call: the search gets what loading, checking and
     measuring are expected to leave of it (known from one timed run of the original),
-    and at least `MIN_SEARCH_SHARE` of it. 0 means no search at all.
+    and at least `MIN_SEARCH_SHARE` of it. 0 means no search at all. None (the default):
+    scaled to the model once one run has timed it (`taso.pipeline.budget.default_seconds`,
+    10 s for a small fast model, at most 180 s); a given budget is a hard limit.
     `shapes` fills dynamic dims for costing, checking and measuring: a string
     ("input=1x3x224x224,batch=1") or a mapping ({"input": (1, 3, 224, 224), "batch": 1}).
     `base_dir` is the folder of a ModelProto's external data (required when it has some;
@@ -109,7 +117,7 @@ def optimize_onnx(
     target = _validate_options(backend=backend, time_budget_s=time_budget_s, alpha=alpha)
     if isinstance(rules, str | os.PathLike):  # a bad rule file is refused before the model is loaded
         rules = resolve_rules(rules)
-    budget = Budget.of(time_budget_s)
+    budget = Budget.default() if time_budget_s is None else Budget.of(time_budget_s)
     profile = _profile(shapes)
     phases = _Phases()
     say = progress or (lambda _msg: None)
@@ -149,7 +157,7 @@ def _warnings_noted(note: Callable[[str], None]) -> Iterator[None]:
 
 def _optimize(
     model: str | os.PathLike[str] | onnx.ModelProto, output: str | os.PathLike[str] | None, *, target: _Target,
-    time_budget_s: float, alpha: float, check: bool, rules: RulesArg, profile: ShapeProfile | None,
+    time_budget_s: float | None, alpha: float, check: bool, rules: RulesArg, profile: ShapeProfile | None,
     say: Callable[[str], None], note: Callable[[str], None], notes: list[str], base_dir: str | os.PathLike[str] | None,
     report_path: str | os.PathLike[str] | None, phases: _Phases, budget: Budget,
 ) -> OptimizeResult:
@@ -161,10 +169,11 @@ def _optimize(
         check_profile_names(loaded.model, profile)  # a --shape naming no input: said before any search
     say(f"loaded: {len(graph.nodes)} nodes")
     reference = None
-    if time_budget_s > 0 and (check or (target.spec.judges_sweeps and not _has_external_weights(graph))):
+    if budget.seconds > 0 and (check or (target.spec.judges_sweeps and not _has_external_weights(graph))):
         # the check's expected outputs; the sweep judge's timing (no sweeps for external weights)
         with phases.time("check"):
             reference = run_reference(_source(loaded), profile=profile, providers=target.device.providers)
+    budget = _scaled(budget, reference, len(graph.nodes) + body_node_count(graph), say)
     search_budget = _search_budget(budget, reference if check else None, say)
     with phases.time("search"):
         if check and reference is not None and reference.error is not None and search_budget.seconds > 0:
@@ -219,6 +228,18 @@ def _output_paths(
     if out is not None:
         taken = taken | {Path(os.path.realpath(out)), Path(os.path.realpath(data_file_of(out)))}
     return out, check_output_path(report, input_path=loaded.path, protected=taken, what="report")
+
+
+def _scaled(budget: Budget, reference: ReferenceRun | None, nodes: int, say: Callable[[str], None]) -> Budget:
+    """A default budget scaled to the model its reference run timed; a given one unchanged."""
+    timing = None if reference is None else reference.timing
+    if timing is None:
+        return budget
+    scaled = budget.resolved(run_ms=timing.run_ms, nodes=nodes)
+    if scaled.seconds != budget.seconds:
+        say(f"time budget: {scaled.seconds:.0f} s by default for {nodes} nodes at {timing.run_ms:.0f} ms a run "
+            f"(--time-budget sets a limit)")
+    return scaled
 
 
 def _search_budget(budget: Budget, reference: ReferenceRun | None, say: Callable[[str], None]) -> Budget:
@@ -279,7 +300,7 @@ def _search_all(
     note: Callable[[str], None],
 ) -> SearchOutcome:
     cost_model = _cost_model(graph, target, profile, reference, note)
-    sweeping = _sweeping(graph, target=target, profile=profile, say=say, reference=reference, note=note)
+    sweeping = _sweeping(graph, target=target, profile=profile, say=say, reference=reference, note=note, budget=budget)
     in_bodies = body_node_count(graph)
     outcome = run_search(
         graph, rules=chosen, cost_model=cost_model, alpha=alpha, budget=budget.by_nodes(len(graph.nodes), len(graph.nodes) + in_bodies),
@@ -301,22 +322,22 @@ def _search_all(
 
 def _sweeping(
     graph: Graph, *, target: _Target, profile: ShapeProfile | None, say: Callable[[str], None],
-    reference: ReferenceRun | None, note: Callable[[str], None],
+    reference: ReferenceRun | None, note: Callable[[str], None], budget: Budget,
 ) -> Sweeping | None:
     """The whole-model judge for rule sweeps, when the model can be judged whole.
 
     Not for backends that do not judge sweeps (analytical: no device), models whose
     weights live in external files (each judged candidate would be serialized whole in
-    memory), models ORT cannot run, or models too slow per run to time a round in well
-    under a second. The judge runs on the backend's device; the kernel-cost screen only
-    where candidates are priced by ORT CPU's kernels.
+    memory), models ORT cannot run, or models too slow per run to be judged in the
+    sweeps' share of `budget` (`Budget.slowest_judged_ms`). The judge runs on the backend's
+    device; the kernel-cost screen only where candidates are priced by ORT CPU's kernels.
     """
     if not target.spec.judges_sweeps or graph.context is None or _has_external_weights(graph) or reference is None:
         return None
-    measured = MeasuredJudge.for_reference(reference, target.device)
+    measured = MeasuredJudge.for_reference(reference, target.device, max_run_ms=budget.slowest_judged_ms(MAX_JUDGED_MS))
     if measured is None:
         if reference.error is None:
-            say("rule sweeps skipped: the model is too slow per run to judge candidates whole")
+            say("rule sweeps skipped: the model is too slow per run to judge candidates whole in this budget")
         return None
 
     def on_step(step: SweepStep) -> None:
@@ -367,11 +388,11 @@ class _Target:
         return Device.of(self.runner)
 
 
-def _validate_options(*, backend: str, time_budget_s: float, alpha: float) -> _Target:
+def _validate_options(*, backend: str, time_budget_s: float | None, alpha: float) -> _Target:
     """Refuse bad options before any work: nothing is read or written yet. A backend whose
     device is missing (ort-cuda without onnxruntime-gpu or a GPU) is refused, never
     replaced by another."""
-    if time_budget_s < 0:
+    if time_budget_s is not None and time_budget_s < 0:
         raise UsageError(f"time budget must be >= 0 seconds, got {time_budget_s}")
     if alpha < 1.0:
         raise UsageError(f"alpha must be >= 1.0 (1.0: accept only improvements), got {alpha}")
@@ -506,6 +527,8 @@ def _check_and_choose(
         phase_seconds=dict(phases.seconds),
         warnings=tuple(notes),
         sweeps=tuple(_sweep_record(s) for s in outcome.sweeps),
+        time_to_best_s=outcome.best_found_s,
+        shapes=input_shapes(loaded.model, profile),
     )
     return OptimizeResult(model=chosen, report=report)
 

@@ -1,6 +1,6 @@
 """One call's time budget: a deadline on one clock, and every share cut from it.
 
-    the call (time_budget_s)
+    the call (time_budget_s, or by default `default_seconds` of the timed model)
       ├─ load, reference run                      spent before the search starts
       ├─ search: what the rest is expected to leave, at least MIN_SEARCH_SHARE of the call
       │    ├─ main graph, by its share of all nodes (the If/Loop/Scan bodies get the rest)
@@ -10,16 +10,21 @@
       └─ export, check, measured decision: expected from the reference run's timing;
          the decision may run DECISION_SLACK of the call past the deadline
 
-`Budget.of` is made once per call (`optimize_onnx`) and passed down; every share is
-computed here, so no stage splits the clock itself. The clock is injectable: tests use a
-fake one and never assert wall-clock times.
+`Budget.of` (a limit the caller gave) or `Budget.default()` (none given) is made once per
+call (`optimize_onnx`) and passed down; every share is computed here, so no stage splits
+the clock itself. A default budget is `DEFAULT_SECONDS` until the reference run has timed
+the model; `resolved` then scales it to the model (`default_seconds`), counted from the
+same start. A given budget is a hard limit and is never rescaled. Every share remembers
+when the call started, so that what a stage found can be timed from it (time-to-best).
+The clock is injectable: tests use a fake one and never assert wall-clock times.
 """
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 Clock = Callable[[], float]
 
@@ -41,18 +46,102 @@ of a call the search had spent, a round one order-balanced block short of signif
 could not be extended, and a real gain was thrown away."""
 
 
+DEFAULT_SECONDS = 10.0
+"""The default budget before the model is timed, and the least it is scaled to: what a
+small, fast model gets (the benchmark models of a few ms each finish well within it)."""
+
+MAX_DEFAULT_SECONDS = 180.0
+"""The most a default budget grows to: a default must still end in minutes. Above it, a
+model's sweeps may still be judged partly; `--time-budget` gives more."""
+
+JUDGEMENT_RUNS = 60
+"""About how many runs of a model one sweep judgement takes, both models together: two
+warm-up pairs and two looks of at least 12 pairs (`taso.pipeline._decide`; a clear loser
+ends after one look, a small gain takes up to four)."""
+
+DEFAULT_JUDGEMENTS = 8
+"""Sweep judgements a default budget affords. On PP-OCRv4's recognizer and detector the
+kernel-cost screen left 1-2 of 10-13 sweeps to be judged in a round; 8 leaves room for a
+second round and for models where the screen lets more through."""
+
+DECISION_RUNS = 60
+"""Runs of the final measured decision, both models: two rounds of at least 12 pairs plus
+probe and warm-up pairs (`decide_seconds` for the exact count at a given latency)."""
+
+SECONDS_PER_NODE = 0.01
+"""What each node adds to a default budget, besides running the model (an estimate, 15 s
+for 1,500 nodes): matching every rule over the graph for each sweep round, applying the
+sweeps, screening them with the kernel cost model and compiling sessions all grow with
+the node count, and the backtracking search has more places to look."""
+
+MIN_JUDGEMENTS = 4
+"""Sweeps of a model slower than the judge's fixed limit are judged anyway when the
+sweeps' share affords this many judgements: enough for the sweeps the screen predicts
+fastest."""
+
+
+def default_seconds(run_ms: float, nodes: int) -> float:
+    """The default budget of a call on a model that runs in `run_ms` and has `nodes` nodes.
+
+    It pays for `DEFAULT_JUDGEMENTS` sweep judgements and the final decision at the
+    model's latency, plus `SECONDS_PER_NODE` per node for matching, applying and screening,
+    within [`DEFAULT_SECONDS`, `MAX_DEFAULT_SECONDS`]. A 5 ms, 200-node model keeps 10 s; a
+    40 ms, 300-node one gets 25 s; the 114 ms, 1,493-node layout model of the benchmark
+    issue gets about 77 s, of which the sweeps' share affords its judgements (at 10 s it
+    explored nothing: "too slow per run to judge candidates whole").
+    """
+    runs = DEFAULT_JUDGEMENTS * JUDGEMENT_RUNS + DECISION_RUNS
+    wanted = runs * max(run_ms, 0.0) / 1000.0 + SECONDS_PER_NODE * max(nodes, 0)
+    return min(MAX_DEFAULT_SECONDS, max(DEFAULT_SECONDS, wanted))
+
+
+class Limit(enum.Enum):
+    """Where a call's budget came from."""
+
+    GIVEN = "given"  # the caller's `time_budget_s`: a hard limit, never rescaled
+    DEFAULT = "default"  # none given: scaled to the model once its reference run is timed
+
+
 @dataclass(frozen=True)
 class Budget:
-    """`seconds` from `start` on `clock`; shares are Budgets that start when cut."""
+    """`seconds` from `start` on `clock`; shares are Budgets that start when cut and
+    remember when the call began (`origin`)."""
 
     seconds: float
     start: float
     clock: Clock = time.perf_counter
+    limit: Limit = Limit.GIVEN
+    origin: float | None = None
+    """When the call began (None: this budget is the call's, `start`)."""
 
     @classmethod
     def of(cls, seconds: float, clock: Clock = time.perf_counter) -> Budget:
-        """A budget of `seconds` starting now."""
+        """A budget of `seconds` starting now: a hard limit."""
         return cls(max(0.0, seconds), clock(), clock)
+
+    @classmethod
+    def default(cls, clock: Clock = time.perf_counter) -> Budget:
+        """The budget of a call that gave none, starting now: `DEFAULT_SECONDS` until `resolved`."""
+        return cls(DEFAULT_SECONDS, clock(), clock, Limit.DEFAULT)
+
+    def resolved(self, *, run_ms: float, nodes: int) -> Budget:
+        """A default budget scaled to a model timed at `run_ms` with `nodes` nodes, from the
+        same start (the time spent so far counts); a given budget unchanged."""
+        if self.limit is Limit.GIVEN:
+            return self
+        return replace(self, seconds=default_seconds(run_ms, nodes))
+
+    @property
+    def call_start(self) -> float:
+        return self.start if self.origin is None else self.origin
+
+    def since_call_start(self, at: float) -> float:
+        """Seconds from the start of the call to `at` (a reading of the clock)."""
+        return at - self.call_start
+
+    def _share(self, seconds: float) -> Budget:
+        """A share from now: a hard limit of its own (only the call's default is rescaled)."""
+        return Budget(seconds, self.clock(), self.clock, Limit.GIVEN, self.call_start)
 
     @property
     def deadline(self) -> float:
@@ -66,7 +155,7 @@ class Budget:
 
     def cut(self, seconds: float) -> Budget:
         """A share of `seconds` from now, never past this budget's deadline."""
-        return Budget(max(0.0, min(seconds, self.left())), self.clock(), self.clock)
+        return self._share(max(0.0, min(seconds, self.left())))
 
     def fraction(self, share: float) -> Budget:
         """`share` of what is left, from now."""
@@ -83,7 +172,7 @@ class Budget:
         if self.seconds == 0:
             return self.cut(0.0)
         seconds = max(self.left() - expected_after_s, MIN_SEARCH_SHARE * self.seconds)
-        return Budget(seconds, self.clock(), self.clock)  # the floor may run past the deadline
+        return self._share(seconds)  # the floor may run past the deadline
 
     def search_is_floored(self, expected_after_s: float) -> bool:
         """Whether loading, checking and measuring would leave the search under its floor."""
@@ -91,6 +180,13 @@ class Budget:
 
     def sweeps(self) -> Budget:
         return self.fraction(SWEEP_SHARE)
+
+    def slowest_judged_ms(self, always_judged_ms: float) -> float:
+        """The slowest model (ms a run) whose sweeps this search share has judged whole:
+        `always_judged_ms` (the judge's own limit, at any budget), or slower where the
+        sweeps' share affords `MIN_JUDGEMENTS` judgements of `JUDGEMENT_RUNS` runs."""
+        affordable = 1000.0 * self.sweeps().seconds / (MIN_JUDGEMENTS * JUDGEMENT_RUNS)
+        return max(always_judged_ms, affordable)
 
     def decision_deadline(self) -> float:
         """When the measured decision must stop extending its rounds."""

@@ -47,7 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("-o", "--output", type=Path, required=True, help="where to write the result")
     opt.add_argument("--report", type=Path, help="also write the report as JSON here")
     opt.add_argument("--backend", default="ort-cpu", choices=["ort-cpu", "ort-cuda", "analytical"], help=BACKEND_HELP)
-    opt.add_argument("--time-budget", type=float, default=None, metavar="S", help="seconds for the whole optimization: load, search, check, measure (0: no search)")
+    opt.add_argument("--time-budget", type=float, default=None, metavar="S", help="seconds for the whole optimization: load, search, check, measure (0: no search; "
+                     "default: scaled to the model's latency and size, 10 to 180 s)")
     opt.add_argument("--alpha", type=float, default=1.05, help="relaxation factor of the search")
     opt.add_argument("--no-check", action="store_true", help="skip the numeric check against the original")
     opt.add_argument("--rules", type=Path, metavar="FILE", help="rule file to search with (default: the shipped library)")
@@ -136,7 +137,7 @@ def _on_sigterm(handler: object) -> object:
 def _optimize(args: argparse.Namespace) -> int:
     import warnings
 
-    from taso.pipeline.api import DEFAULT_TIME_BUDGET_S, optimize_onnx
+    from taso.pipeline.api import optimize_onnx
 
     progress = None if args.quiet else (lambda msg: print(f"taso: {msg}", file=sys.stderr))
     with warnings.catch_warnings():
@@ -145,7 +146,7 @@ def _optimize(args: argparse.Namespace) -> int:
             args.input,
             args.output,
             backend=args.backend,
-            time_budget_s=DEFAULT_TIME_BUDGET_S if args.time_budget is None else args.time_budget,
+            time_budget_s=args.time_budget,
             alpha=args.alpha,
             check=not args.no_check,
             rules=args.rules,

@@ -3,6 +3,7 @@
     queue <- {input}; best <- input
     while queue and budgets last:
         G <- cheapest graph in queue            (ties: first discovered first)
+        skip G if cost(G) >= alpha * best cost  (queued before a better best was found)
         for each rewrite G -> G':
             skip G' if structurally broken (a value read but not defined), seen
                     before (structural hash, confirmed exactly) or cyclic
@@ -11,11 +12,17 @@
             if c' < alpha * best cost: queue G'
 
 `alpha > 1` lets the search accept rewrites that make the graph slightly worse, to get
-out of local minima. Budgets: wall-clock seconds (checked before every candidate, so it
-is overshot by at most one `expand` step or one `cost_after` call) and explored graphs
-(graphs taken from the queue and expanded). The result says why the search stopped and
-which rules were applied, counted along the path from the input to the best graph.
-Expansion is incremental by default (see `taso.search.rewrite`).
+out of local minima. A graph queued before a better best was found, and no longer within
+`alpha` of it, is left unexpanded (a partly expanded graph is still finished: its unpriced
+rewrites were never judged); when only such graphs remain the search stops `CONVERGED`
+instead of expanding them until a budget runs out (`EXHAUSTED`: the queue ran empty).
+The result records when the best graph was found (`best_found_s`).
+
+Budgets: wall-clock seconds (checked before every candidate, so it is overshot by at
+most one `expand` step or one `cost_after` call) and explored graphs (graphs taken from
+the queue and expanded). The result says why the search stopped and which rules were
+applied, counted along the path from the input to the best graph. Expansion is
+incremental by default (see `taso.search.rewrite`).
 
 A candidate that breaks the structural invariant (`rewrite.dangling_values`: a node input
 or graph output left without a producer, a value with two producers) is a bug in the
@@ -79,6 +86,8 @@ class SearchStats:
     hash_collisions: int = 0
     invalid: int = 0
     """Candidates dropped because they broke the structural invariant (a rewrite bug)."""
+    left_behind: int = 0
+    """Queued graphs left unexpanded: no longer within alpha of the best when their turn came."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,8 @@ class SearchResult:
     path: tuple[str, ...]
     elapsed_s: float
     stats: SearchStats
+    best_found_s: float | None = None
+    """Seconds from the start of the search until the best graph was found (None: the input)."""
 
     @property
     def improvement(self) -> float:
@@ -130,12 +141,21 @@ class _Run:
     cyclic: int = 0
     pruned: int = 0
     invalid: int = 0
+    left_behind: int = 0
+    best_at: float | None = None
     strict: bool = False
     step: int = DEFAULT_STEP
 
     def check_time(self) -> None:
         if time.perf_counter() >= self.deadline:
             raise _TimeUp
+
+    def hopeless(self, entry: Entry) -> bool:
+        """A queued graph not yet expanded that is no longer within alpha of the best."""
+        return not entry.pending and entry is not self.best and entry.cost >= self.alpha * self.best.cost
+
+    def _found(self, entry: Entry) -> None:
+        self.best, self.best_at = entry, time.perf_counter()
 
     def explore(self, entry: Entry) -> bool:
         """Price up to `step` of the entry's rewrites; re-queue it if more remain.
@@ -200,7 +220,7 @@ class _Run:
             return
         self.candidates += 1
         if cost < self.best.cost:
-            self.best = last
+            self._found(last)
         self.frontier.push(last)
 
     def _rewrites(self, entry: Entry) -> Iterator[tuple[Move, Rewrite]]:
@@ -255,7 +275,7 @@ class _Run:
         near = affected_nodes(parent.graph, child, rewrite)
         entry = Entry(lighten(child), cost, parent, rewrite.rule_id, near)
         if cost < self.best.cost:
-            self.best = entry
+            self._found(entry)
         if entry is self.best or cost < self.alpha * self.best.cost:
             self.frontier.push(entry)
         else:
@@ -272,6 +292,7 @@ class _Run:
             self.frontier.dropped,
             self.seen.collisions,
             self.invalid,
+            self.left_behind,
         )
         return SearchResult(
             graph=self.best.graph,
@@ -283,6 +304,7 @@ class _Run:
             path=path,
             elapsed_s=time.perf_counter() - self.started,
             stats=stats,
+            best_found_s=None if self.best_at is None else self.best_at - self.started,
         )
 
 
@@ -325,13 +347,17 @@ def _loop(run: _Run, max_graphs: int, progress: Progress | None) -> StopReason:
             if run.explored >= max_graphs:
                 return StopReason.GRAPH_BUDGET
             run.check_time()
-            if run.explore(run.frontier.pop()):
+            entry = run.frontier.pop()
+            if run.hopeless(entry):
+                run.left_behind += 1
+                continue
+            if run.explore(entry):
                 run.explored += 1
             if progress is not None:
                 progress(_snapshot(run))
     except _TimeUp:
         return StopReason.TIME_BUDGET
-    return StopReason.EXHAUSTED
+    return StopReason.CONVERGED if run.left_behind else StopReason.EXHAUSTED
 
 
 def _snapshot(run: _Run) -> SearchProgress:

@@ -96,6 +96,8 @@ class SweepResult:
     elapsed_s: float
     judge_s: float
     """The longest a judgement took (0 if none did): what another one would need."""
+    best_found_s: float | None = None
+    """Seconds from the start of the sweeps until the last sweep kept was accepted (None: none was)."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,7 @@ def sweep(
     started = time.perf_counter()
     deadline = started + time_budget_s
     current, applied, steps, judged = graph, Counter[str](), [], set[str]()
-    reason, judge_s = StopReason.EXHAUSTED, 0.0
+    reason, judge_s, found_s = StopReason.EXHAUSTED, 0.0, None
     screen_s = 0.0  # the longest screen so far, per unit of `_size_ratio`
     while True:
         if time.perf_counter() >= deadline:
@@ -181,9 +183,9 @@ def sweep(
             if time.perf_counter() >= deadline:
                 reason = StopReason.TIME_BUDGET
             break
-        current = accepted.graph
+        current, found_s = accepted.graph, time.perf_counter() - started
         applied[accepted.rule_id] += accepted.rewrites
-    return SweepResult(current, applied, tuple(steps), reason, time.perf_counter() - started, judge_s)
+    return SweepResult(current, applied, tuple(steps), reason, time.perf_counter() - started, judge_s, found_s)
 
 
 def _outdone_not_kept(steps: list[SweepStep], since: int, kept: _Sweep | None) -> list[SweepStep]:

@@ -17,6 +17,7 @@ class StopReason(enum.Enum):
     NO_SEARCH = "no search: time budget is 0"
     NO_RULES = "no rules to apply"
     EXHAUSTED = "search space exhausted"
+    CONVERGED = "converged: nothing left that could improve on the best graph"
     TIME_BUDGET = "time budget reached"
     GRAPH_BUDGET = "explored-graph budget reached"
     FAILED = "the search failed and was abandoned (see the warnings)"
@@ -85,6 +86,43 @@ class SweepRecord:
         return f"{self.rule_id} x{self.rewrites} {self.measured_speedup:.3f}x {verdict}{predicted}"
 
 
+class DimSource(enum.Enum):
+    """Where a dynamic dim's size came from (the value is what the summary prints)."""
+
+    GIVEN = "--shape"
+    DEFAULT = "default"
+
+
+@dataclass(frozen=True)
+class DynamicDim:
+    """One dynamic dim of an input: its symbol (or `input[axis]` when it has none), the
+    size it was run at, and whether that size was given or defaulted."""
+
+    name: str
+    size: int
+    source: DimSource
+
+
+@dataclass(frozen=True)
+class InputShape:
+    """The shape an input was checked, judged and measured at, and its dynamic dims."""
+
+    input: str
+    shape: tuple[int, ...]
+    dynamic: tuple[DynamicDim, ...] = ()
+
+
+def shapes_line(shapes: tuple[InputShape, ...]) -> str:
+    """One line: every input's shape, then each dynamic dim once, with where its size came from."""
+    sizes = ", ".join(f"{s.input}={'x'.join(map(str, s.shape)) or 'scalar'}" for s in shapes)
+    dims: dict[str, DynamicDim] = {}
+    for shape in shapes:
+        for dim in shape.dynamic:
+            dims.setdefault(dim.name, dim)
+    detail = ", ".join(f"{d.name}={d.size} ({d.source.value})" for d in dims.values())
+    return f"shapes: {sizes}" + (f" (dynamic dims: {detail})" if detail else "")
+
+
 @dataclass(frozen=True)
 class Report:
     input_nodes: int
@@ -102,6 +140,11 @@ class Report:
     """Rule sweeps, in the order they were judged (or ruled out unjudged)."""
     rejected_rewrites: dict[str, int] = field(default_factory=dict)
     """What the search applied when the original was returned instead (see `decision`)."""
+    time_to_best_s: float | None = None
+    """Seconds from the start of the call until the search first found the graph it
+    ended with; None when it found nothing better than the input."""
+    shapes: tuple[InputShape, ...] = field(default=())
+    """The shape profile every input was run at (empty when it could not be resolved)."""
 
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
@@ -112,6 +155,11 @@ class Report:
         data["stop_reason"] = self.stop_reason.name.lower()
         data["warnings"] = list(self.warnings)
         data["sweeps"] = [asdict(s) for s in self.sweeps]
+        data["shapes"] = [
+            {"input": s.input, "shape": list(s.shape),
+             "dynamic": [{"name": d.name, "size": d.size, "source": d.source.name.lower()} for d in s.dynamic]}
+            for s in self.shapes
+        ]
         return data
 
     def to_json(self) -> str:
@@ -121,9 +169,11 @@ class Report:
         lat = self.latency
         lines = [
             f"nodes: {self.input_nodes} -> {self.output_nodes}",
+            *([shapes_line(self.shapes)] if self.shapes else []),
             "rewrites: " + (_counts(self.applied_rewrites) or "none")
             + (f" (tried, not kept: {_counts(self.rejected_rewrites)})" if self.rejected_rewrites else ""),
-            f"search: {self.stop_reason.value}, {self.graphs_explored} graphs explored",
+            f"search: {self.stop_reason.value}, {self.graphs_explored} graphs explored"
+            + ("" if self.time_to_best_s is None else f", best found after {self.time_to_best_s:.1f} s"),
             "sweeps: " + (", ".join(s.describe() for s in self.sweeps) or "none"),
             f"predicted: {_ms(lat.predicted_original_ms)} -> {_ms(lat.predicted_optimized_ms)}",
             f"measured:  {_ms(lat.measured_original_ms)} -> {_ms(lat.measured_optimized_ms)}"

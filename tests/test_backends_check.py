@@ -22,6 +22,7 @@ from taso.backends import (
     resolve_shapes,
     run_model,
 )
+from taso.backends.profiles import SEQUENCE_DIM
 from taso.errors import BackendError, TasoError, UsageError
 
 OPSET = [helper.make_opsetid("", 17)]
@@ -169,8 +170,8 @@ def test_profile_parse_errors(bad):
 def test_dynamic_dims_defaults_and_profile():
     model = _embedding_model()
     assert resolve_shapes(model) == {
-        "input_ids": (1, DEFAULT_DIM),
-        "attention_mask": (1, DEFAULT_DIM),
+        "input_ids": (1, SEQUENCE_DIM),
+        "attention_mask": (1, SEQUENCE_DIM),
     }
     shapes = resolve_shapes(model, ShapeProfile.parse("batch=2,seq=128"))
     assert shapes == {"input_ids": (2, 128), "attention_mask": (2, 128)}

@@ -6,7 +6,23 @@ from dataclasses import dataclass
 
 import pytest
 
-from taso.pipeline.budget import DECISION_SLACK, MIN_SEARCH_SHARE, SWEEP_SHARE, Budget
+from taso._onnx_import import import_model
+from taso.backends._session import RunTiming
+from taso.backends.compare import ReferenceRun
+from taso.pipeline import api
+from taso.pipeline._rewriting import run_search
+from taso.pipeline.budget import (
+    DECISION_SLACK,
+    DEFAULT_SECONDS,
+    MAX_DEFAULT_SECONDS,
+    MIN_SEARCH_SHARE,
+    SWEEP_SHARE,
+    Budget,
+)
+from taso.report import StopReason
+from taso.search import FunctionCost
+from tests.helpers.models import wide_model
+from tests.helpers.rules import FIXTURE_RULES
 
 
 @dataclass
@@ -103,3 +119,89 @@ def test_the_search_stops_within_its_share_on_a_fake_clock(monkeypatch: pytest.M
                          budget=Budget.of(5.0, clock))
     assert outcome.stop_reason is StopReason.TIME_BUDGET
     assert clock.now <= 6.0
+
+
+# ----- the default budget: scaled to the model once its reference run is timed -------------------
+
+
+def test_a_fast_small_model_keeps_the_default_budget() -> None:
+    clock = FakeClock()
+    budget = Budget.default(clock)
+    assert budget.seconds == DEFAULT_SECONDS
+    assert budget.resolved(run_ms=5.0, nodes=120).seconds == DEFAULT_SECONDS
+
+
+def test_a_slow_big_model_gets_a_larger_default_that_judges_its_sweeps() -> None:
+    """The issue's layout model: 1,493 nodes at 114 ms a run, 0 graphs explored at 10 s."""
+    clock = FakeClock()
+    budget = Budget.default(clock)
+    clock.now += 4.0  # loading and the reference run, spent before the default is resolved
+    resolved = budget.resolved(run_ms=114.0, nodes=1_493)
+    assert DEFAULT_SECONDS < resolved.seconds <= MAX_DEFAULT_SECONDS
+    assert resolved.start == budget.start  # the time already spent counts against it
+    search = resolved.search(expected_after_s=8.0)  # the check and the measured decision
+    assert search.slowest_judged_ms(100.0) >= 114.0
+    # at today's 10 s the sweeps could judge nothing slower than the fixed 100 ms floor
+    assert budget.search(expected_after_s=8.0).slowest_judged_ms(100.0) == 100.0
+
+
+def test_the_default_is_bounded() -> None:
+    budget = Budget.default(FakeClock())
+    assert budget.resolved(run_ms=5_000.0, nodes=200_000).seconds == MAX_DEFAULT_SECONDS
+    assert budget.resolved(run_ms=0.0, nodes=0).seconds == DEFAULT_SECONDS
+
+
+@pytest.mark.parametrize("seconds", [0.0, 3.0, 10.0])
+def test_a_given_budget_stays_a_hard_limit(seconds: float) -> None:
+    clock = FakeClock()
+    budget = Budget.of(seconds, clock)
+    clock.now += 2.0
+    resolved = budget.resolved(run_ms=114.0, nodes=1_493)
+    assert (resolved.seconds, resolved.deadline) == (seconds, budget.deadline)
+
+
+def test_shares_remember_when_the_call_started() -> None:
+    clock = FakeClock()
+    budget = Budget.of(10.0, clock)
+    clock.now += 2.0
+    share = budget.search(0.0).fraction(0.5)
+    clock.now += 1.5
+    assert share.since_call_start(clock()) == pytest.approx(3.5)
+
+
+def test_the_search_reports_when_it_found_its_best_from_the_call_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Time-to-best on the fake clock: each pricing takes one second; the call began 3 s before the search."""
+    clock = SteppingClock()
+    monkeypatch.setattr("taso.search.backtracking.time", clock)
+    priced: list[tuple[float, float]] = []
+
+    def slow(graph: object) -> float:
+        clock.now += 1.0
+        nodes = graph.nodes.values()  # type: ignore[attr-defined]
+        cost = len(nodes) + 10.0 * sum(node.op_type == "Conv" for node in nodes)  # merging convs pays
+        priced.append((clock.now, cost))
+        return cost
+
+    budget = Budget.of(1_000.0, clock)
+    clock.now += 3.0  # loading and the reference run
+    outcome = run_search(import_model(wide_model()), rules=FIXTURE_RULES, cost_model=FunctionCost(slow), alpha=1.0,
+                         budget=budget)
+    assert outcome.applied and outcome.stop_reason is StopReason.CONVERGED
+    best = min(cost for _, cost in priced)
+    first_best = min(at for at, cost in priced if cost == best)
+    assert outcome.best_found_s == first_best  # the call began at the fake clock's 0
+
+
+@pytest.mark.parametrize(("budget", "judged"), [(Budget.of(10.0, FakeClock()), False),
+                                                 (Budget.default(FakeClock()), True)])
+def test_a_slow_big_models_sweeps_are_judged_under_the_scaled_default(budget: Budget, judged: bool) -> None:
+    """The pipeline's gate: at 114 ms a run, sweeps are judged only where the budget affords it."""
+    graph = import_model(wide_model())
+    reference = ReferenceRun(timing=RunTiming(session_s=0.5, run_ms=114.0))
+    target = api._validate_options(backend="ort-cpu", time_budget_s=None, alpha=1.05)
+    said: list[str] = []
+    call = budget.resolved(run_ms=114.0, nodes=1_493)
+    sweeping = api._sweeping(graph, target=target, profile=None, say=said.append, reference=reference,
+                             note=said.append, budget=call.search(expected_after_s=8.0))
+    assert (sweeping is not None) is judged
+    assert any("too slow per run" in line for line in said) is not judged

@@ -16,7 +16,7 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 from taso.backends.inputs import make_inputs
-from taso.backends.profiles import BATCH_DIM, DEFAULT_DIM, ShapeProfile, resolve_shapes
+from taso.backends.profiles import BATCH_DIM, IMAGE_DIM, ShapeProfile, resolve_shapes
 from taso.errors import UsageError
 from taso.pipeline.cli import main
 
@@ -55,8 +55,8 @@ def test_question_mark_dims_take_the_given_shape():
 
 
 def test_question_mark_dims_default_independently():
-    # axis 0 of a rank-4 input is the batch (1); the spatial dims get the default size
-    assert resolve_shapes(_paddle_conv()) == {"x": (BATCH_DIM, 3, DEFAULT_DIM, DEFAULT_DIM)}
+    # axis 0 of a rank-4 input is the batch (1); the spatial dims of an RGB image get an image's size
+    assert resolve_shapes(_paddle_conv()) == {"x": (BATCH_DIM, 3, IMAGE_DIM, IMAGE_DIM)}
 
 
 @pytest.mark.parametrize("anonymous", ["?", "", None])
