@@ -20,10 +20,10 @@ from taso.errors import UsageError
 from taso.ir import Graph
 from taso.opspecs import spec_by_name
 from taso.pipeline.budget import Budget
-from taso.report import StopReason
+from taso.report import StopReason, Unwritten
 from taso.search import CostModel, Rewrite, SearchProgress, search
 from taso.search.sweep import Judge, SweepStep, sweep
-from taso.substitutions.matching import apply, find_matches
+from taso.substitutions.matching import Match, NotApplied, apply_or_reason, find_matches
 from taso.substitutions.rule import ProofStatus, Rule, RuleError, RuleLibrary, load_rules
 
 RulesArg = str | os.PathLike[str] | RuleLibrary | Sequence[Rule] | None
@@ -39,6 +39,7 @@ class SearchOutcome:
     predicted_best_ms: float | None = None
     sweeps: tuple[SweepStep, ...] = ()
     best_found_s: float | None = None
+    unwritten: tuple[Unwritten, ...] = ()
     """Seconds from the start of the call until the search found the graph it returned
     (None: nothing better than the input)."""
 
@@ -88,8 +89,22 @@ def is_commutation(rule: Rule) -> bool:
 Priority = Callable[[Graph, Rewrite], float]
 
 
+class UnwrittenLog:
+    """Matches whose target the applier could not write, per rule: count and first reason."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[set[tuple[int, ...]], str]] = {}
+
+    def add(self, rule_id: str, match: Match, reason: str) -> None:
+        sites, first = self._seen.setdefault(rule_id, (set(), reason))
+        sites.add(tuple(sorted(match.node_ids)))
+
+    def records(self) -> tuple[Unwritten, ...]:
+        return tuple(Unwritten(rule, len(sites), reason) for rule, (sites, reason) in sorted(self._seen.items()))
+
+
 def make_expand(
-    rules: Sequence[Rule], *, priority: Priority | None = None
+    rules: Sequence[Rule], *, priority: Priority | None = None, unwritten: UnwrittenLog | None = None,
 ) -> Callable[[Graph, frozenset[int] | None], Iterator[Rewrite]]:
     """`expand(graph, near)` for the search: every rule at every match (near the change).
 
@@ -104,8 +119,10 @@ def make_expand(
     def rewrites(graph: Graph, near: frozenset[int] | None) -> Iterator[Rewrite]:
         for rule in rules:
             for match in find_matches(graph, rule, near=near):
-                variant = apply(graph, rule, match)
-                if variant is None:
+                variant = apply_or_reason(graph, rule, match)
+                if isinstance(variant, NotApplied):
+                    if unwritten is not None:
+                        unwritten.add(rule.id, match, variant.reason)
                     continue
                 removed = frozenset(graph.nodes.keys() - variant.nodes.keys())
                 added = frozenset(variant.nodes.keys() - graph.nodes.keys())
@@ -163,7 +180,8 @@ def run_search(
         return SearchOutcome(graph, {}, StopReason.NO_SEARCH)
     if not rules:
         return SearchOutcome(graph, {}, StopReason.NO_RULES)
-    expand = make_expand(rules, priority=priority)
+    log = UnwrittenLog()
+    expand = make_expand(rules, priority=priority, unwritten=log)
     start, swept, steps, speedup, reserve = graph, Counter[str](), (), 1.0, 0.0
     swept_at, sweeps_timed_out = None, False
     if sweeping is not None:
@@ -171,7 +189,7 @@ def run_search(
         share = budget.sweeps()
         phase = sweep(
             graph, expand, sweeping.judge, prior=sweeping.prior, time_budget_s=share.seconds,
-            expand_rule=lambda rule_id: make_expand([by_id[rule_id]]), on_step=sweeping.on_step,
+            expand_rule=lambda rule_id: make_expand([by_id[rule_id]], unwritten=log), on_step=sweeping.on_step,
             screen=sweeping.screen, min_predicted=sweeping.min_predicted,
         )
         start, swept, steps = phase.graph, phase.applied, phase.steps
@@ -182,7 +200,8 @@ def run_search(
             speedup *= step.speedup if step.accepted else 1.0
     backtracking = budget.cut(budget.left() - reserve)
     if backtracking.seconds <= 0:  # the sweeps spent the budget
-        return _outcome(start, swept, StopReason.TIME_BUDGET, steps, graph, sweeping, _since(budget, swept_at))
+        outcome = _outcome(start, swept, StopReason.TIME_BUDGET, steps, graph, sweeping, _since(budget, swept_at))
+        return dataclasses.replace(outcome, unwritten=log.records())
     result = search(start, expand, cost_model, alpha=alpha, time_budget_s=backtracking.seconds, progress=progress)
     best, searched = result.graph, result.applied
     found_at = swept_at if result.best_found_s is None else backtracking.start + result.best_found_s
@@ -199,6 +218,7 @@ def run_search(
         predicted_best_ms=result.best_cost if searched or not swept else result.initial_cost,
         sweeps=steps,
         best_found_s=_since(budget, found_at),
+        unwritten=log.records(),
     )
     return _predicted_by_prior(outcome, graph, sweeping)
 

@@ -528,6 +528,7 @@ def _check_and_choose(
         warnings=tuple(notes),
         sweeps=tuple(_sweep_record(s) for s in outcome.sweeps),
         time_to_best_s=outcome.best_found_s,
+        unwritten=outcome.unwritten,
         shapes=input_shapes(loaded.model, profile),
     )
     return OptimizeResult(model=chosen, report=report)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import onnx
 
@@ -38,12 +39,26 @@ class _Invalid(Exception):
 
 def apply(graph: Graph, rule: Rule, match: Match) -> Graph | None:
     """`graph` with `match` replaced by `rule.target`, or None if the target is invalid here."""
+    result = apply_or_reason(graph, rule, match)
+    return None if isinstance(result, NotApplied) else result
+
+
+@dataclass(frozen=True)
+class NotApplied:
+    """Why a match's target could not be written (an op the opset lacks and cannot be
+    decomposed, a shape that contradicts a known one, a renamed value read by a subgraph)."""
+
+    reason: str
+
+
+def apply_or_reason(graph: Graph, rule: Rule, match: Match) -> Graph | NotApplied:
+    """`apply`, saying why when the target cannot be written."""
     if match.rule_id != rule.id or not all(n in graph.nodes for n in match.node_ids):
-        return None
+        return NotApplied("the match is not of this rule or this graph")
     try:
         return _Builder(graph_index(graph), rule, match).build()
-    except (_Invalid, ShapeError, Undecidable, ValueError, TypeError, IndexError):
-        return None
+    except (_Invalid, ShapeError, Undecidable, ValueError, TypeError, IndexError) as error:
+        return NotApplied(str(error).splitlines()[0] if str(error) else type(error).__name__)
 
 
 class _Builder:

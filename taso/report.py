@@ -124,6 +124,17 @@ def shapes_line(shapes: tuple[InputShape, ...]) -> str:
 
 
 @dataclass(frozen=True)
+class Unwritten:
+    """Matches of one rule whose target could not be written into the model (an op the
+    model's opset lacks that has no decomposition, a shape that contradicts a known one):
+    never dropped silently."""
+
+    rule: str
+    matches: int
+    reason: str  # the first match's
+
+
+@dataclass(frozen=True)
 class Report:
     input_nodes: int
     output_nodes: int
@@ -145,6 +156,8 @@ class Report:
     ended with; None when it found nothing better than the input."""
     shapes: tuple[InputShape, ...] = field(default=())
     """The shape profile every input was run at (empty when it could not be resolved)."""
+    unwritten: tuple[Unwritten, ...] = field(default=())
+    """Rules that matched where their target could not be written, with why."""
 
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
@@ -155,6 +168,7 @@ class Report:
         data["stop_reason"] = self.stop_reason.name.lower()
         data["warnings"] = list(self.warnings)
         data["sweeps"] = [asdict(s) for s in self.sweeps]
+        data["unwritten"] = [asdict(u) for u in self.unwritten]
         data["shapes"] = [
             {"input": s.input, "shape": list(s.shape),
              "dynamic": [{"name": d.name, "size": d.size, "source": d.source.name.lower()} for d in s.dynamic]}
@@ -175,6 +189,7 @@ class Report:
             f"search: {self.stop_reason.value}, {self.graphs_explored} graphs explored"
             + ("" if self.time_to_best_s is None else f", best found after {self.time_to_best_s:.1f} s"),
             "sweeps: " + (", ".join(s.describe() for s in self.sweeps) or "none"),
+            *([f"not written: {_unwritten(self.unwritten)}"] if self.unwritten else []),
             f"predicted: {_ms(lat.predicted_original_ms)} -> {_ms(lat.predicted_optimized_ms)}",
             f"measured:  {_ms(lat.measured_original_ms)} -> {_ms(lat.measured_optimized_ms)}"
             + (f"  (speedup {lat.speedup:.3f}x)" if lat.speedup else ""),
@@ -183,6 +198,10 @@ class Report:
         ]
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+
+def _unwritten(records: tuple[Unwritten, ...]) -> str:
+    return ", ".join(f"{u.rule} x{u.matches} ({u.reason})" for u in records)
 
 
 def _counts(rewrites: dict[str, int]) -> str:
