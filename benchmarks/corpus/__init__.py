@@ -3,9 +3,10 @@
     python -m benchmarks.corpus build [--only NAME ...] [--cache DIR]
     python -m benchmarks.corpus list [--cache DIR]
 
-Published architectures with random weights are converted by paddle2onnx, tf2onnx,
-torch.onnx (both exporters) and onnxruntime quantization, each at its default opset
-(`_registry.py` lists the entries). Nothing is downloaded and nothing is committed: the
+Published architectures with random weights, their BatchNorm statistics re-estimated on
+random inputs so that outputs are not degenerate (`_calibrate.py`), are converted by
+paddle2onnx, tf2onnx, torch.onnx (both exporters) and onnxruntime quantization, each at
+its default opset (`_registry.py` lists the entries). Nothing is downloaded and nothing is committed: the
 cache is `$TASO_CORPUS_DIR` or the user cache folder (`_cache.default_cache_dir`).
 An entry whose converter is missing is skipped with a one-line reason.
 

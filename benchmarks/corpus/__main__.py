@@ -2,7 +2,8 @@
 
     build [--only NAME ...] [--cache DIR]   convert what is missing or stale, then check all
     list  [--cache DIR]                     every entry with its state in the cache
-    check [--cache DIR]                     check and time what is cached (no building)
+    check [--cache DIR]                     check and time what is cached (no building);
+                                            warns about degenerate outputs (_verify.py)
 """
 
 from __future__ import annotations

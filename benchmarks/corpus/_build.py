@@ -2,12 +2,13 @@
 
 For each entry:
 1. its converter packages must be importable, else it is skipped with a one-line reason;
-2. a cached model whose manifest records the installed converter versions is reused;
+2. a cached model whose manifest records the installed converter versions and the
+   family's way of making weights (`FamilyInfo.weights`) is reused;
 3. otherwise the family's builder (`_torch`, `_paddle`, `_tf`, `_quant`) writes
    `model.onnx` into a staging folder, exactly as the converter produced it;
 4. if ONNX Runtime refuses the IR version the converter wrote, only `ir_version` is
    lowered, to the highest one ORT loads (the manifest keeps both numbers);
-5. the manifest (versions, opset and IR written, shapes, build time) is written and the
+5. the manifest (versions, weights, opset and IR written, shapes, build time) is written and the
    staging folder replaces the cached entry.
 """
 
@@ -142,6 +143,7 @@ def _convert(entry: Entry, cache: Path, versions: dict[str, str]) -> BuildResult
             input_shapes={name: list(shape) for name, shape in entry.inputs},
             source=entry.source,
             build_seconds=round(seconds, 2),
+            weights=FAMILIES[entry.family].weights,
         )
         _cache.write_manifest(folder, manifest)
     lowered = f", IR lowered {ir_written}->{ir_version}" if manifest.ir_lowered else ""
@@ -149,7 +151,8 @@ def _convert(entry: Entry, cache: Path, versions: dict[str, str]) -> BuildResult
 
 
 def build_entry(entry: Entry, cache: Path) -> BuildResult:
-    """Build one entry unless it is cached with the installed converter versions."""
+    """Build one entry unless it is cached with the installed converter versions and
+    weights made the family's current way."""
     versions = _versions(entry, cache)
     cached = _cache.read_manifest(cache, entry.name)
     if isinstance(versions, str):
@@ -157,7 +160,8 @@ def build_entry(entry: Entry, cache: Path) -> BuildResult:
             return BuildResult(entry.name, Outcome.CACHED, f"kept as built ({versions})")
         return BuildResult(entry.name, Outcome.SKIPPED, versions)
     if cached is not None and cached.versions == versions:
-        return BuildResult(entry.name, Outcome.CACHED, "same converter versions")
+        if cached.weights == FAMILIES[entry.family].weights:
+            return BuildResult(entry.name, Outcome.CACHED, "same converter versions")
     try:
         return _convert(entry, cache, versions)
     except Exception as error:  # a converter's failure ends this entry, not the build

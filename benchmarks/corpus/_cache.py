@@ -33,7 +33,8 @@ def default_cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class Manifest:
-    """How one cached model was made; written next to it as JSON."""
+    """How one cached model was made; written next to it as JSON. `weights` says how its
+    random weights were made (empty in manifests written before it was recorded)."""
 
     name: str
     converter: str
@@ -44,6 +45,7 @@ class Manifest:
     input_shapes: dict[str, list[int]]
     source: str
     build_seconds: float
+    weights: str = ""
 
     @property
     def ir_lowered(self) -> bool:

@@ -1,7 +1,8 @@
 """The corpus entries: which published architecture, which converter, which input shapes.
 
 Every entry is built by a real converter from an architecture with random weights (no
-pretrained download anywhere), at that converter's default opset unless the entry names
+pretrained download anywhere; BatchNorm statistics re-estimated on random inputs, as
+`FamilyInfo.weights` records), at that converter's default opset unless the entry names
 one (the PP-OCRv4 entries ask for opset 11, as PaddleOCR's deployment docs convert). The
 opset and IR version actually written are recorded in the entry's manifest when it is built.
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+
+from benchmarks.corpus._calibrate import AFFINE_RECIPE, RECIPE
 
 
 class Family(enum.Enum):
@@ -29,32 +32,47 @@ class FamilyInfo:
 
     `pins` are requirement strings (PEP 508, e.g. "paddle2onnx<2") the installed versions
     must meet; an entry whose family's pins are unmet is skipped, so two families of one
-    converter can each be built in the environment that has its version.
+    converter can each be built in the environment that has its version. `weights` says
+    how the builder makes the weights (`_calibrate.py`); it is recorded in the manifest,
+    and a cached model made another way is rebuilt.
     """
 
     module: str
     distributions: tuple[str, ...]
     importable: tuple[str, ...]
+    weights: str
     pins: tuple[str, ...] = ()
 
 
+_PADDLE_WEIGHTS = f"{RECIPE}; {AFFINE_RECIPE}, before the statistics and before rep()"
+
+
 FAMILIES: dict[Family, FamilyInfo] = {
-    Family.TORCHSCRIPT: FamilyInfo("_torch", ("torch", "torchvision"), ("torch", "torchvision")),
+    Family.TORCHSCRIPT: FamilyInfo(
+        "_torch", ("torch", "torchvision"), ("torch", "torchvision"), RECIPE
+    ),
     Family.TORCH_DYNAMO: FamilyInfo(
-        "_torch", ("torch", "torchvision", "onnxscript"), ("torch", "torchvision", "onnxscript")
+        "_torch", ("torch", "torchvision", "onnxscript"), ("torch", "torchvision", "onnxscript"),
+        RECIPE,
     ),
     Family.PADDLE2ONNX: FamilyInfo(
-        "_paddle", ("paddlepaddle", "paddle2onnx"), ("paddle", "paddle2onnx"), ("paddle2onnx>=2",)
+        "_paddle", ("paddlepaddle", "paddle2onnx"), ("paddle", "paddle2onnx"), _PADDLE_WEIGHTS,
+        ("paddle2onnx>=2",),
     ),
     # Its own venv: `pip install paddlepaddle==2.6.2 paddle2onnx==1.2.0 'numpy<2' onnx==1.17.0
     # onnxruntime platformdirs six`. paddle2onnx 1.2.0 writes hardswish at opset 11 as
     # Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6), as published PP-OCR ONNX files have it; 1.2.11
     # and 1.3.1 raise the opset to 14 for a HardSwish node; 1.1.0 aborts on paddle 2.6's swish.
     Family.PADDLE2ONNX_1X: FamilyInfo(
-        "_paddle", ("paddlepaddle", "paddle2onnx"), ("paddle", "paddle2onnx"), ("paddle2onnx<2",)
+        "_paddle", ("paddlepaddle", "paddle2onnx"), ("paddle", "paddle2onnx"), _PADDLE_WEIGHTS,
+        ("paddle2onnx<2",),
     ),
-    Family.TF2ONNX: FamilyInfo("_tf", ("tensorflow-cpu", "tf2onnx"), ("tensorflow", "tf2onnx")),
-    Family.ORT_QUANT: FamilyInfo("_quant", ("onnxruntime",), ("onnxruntime",)),
+    Family.TF2ONNX: FamilyInfo(
+        "_tf", ("tensorflow-cpu", "tf2onnx"), ("tensorflow", "tf2onnx"), RECIPE
+    ),
+    Family.ORT_QUANT: FamilyInfo(
+        "_quant", ("onnxruntime",), ("onnxruntime",), "those of the source entry, quantized"
+    ),
 }
 
 
