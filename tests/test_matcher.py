@@ -254,7 +254,8 @@ def test_public_matching_api_is_pinned() -> None:
 
     from taso.substitutions import matching
 
-    assert sorted(matching.__all__) == ["Match", "NodeView", "apply", "find_matches", "is_constant", "node_view"]
+    assert sorted(matching.__all__) == ["Match", "NodeView", "NotApplied", "apply", "apply_or_reason", "find_matches",
+                                      "is_constant", "node_view"]
     assert str(inspect.signature(matching.find_matches)) == (
         "(graph: 'Graph', rule: 'Rule', *, near: 'Collection[int] | None' = None) -> 'list[Match]'"
     )
