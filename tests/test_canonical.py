@@ -199,3 +199,23 @@ def test_tf2onnx_hardswish_with_a_rounded_sixth_becomes_one_op():
 
 def test_a_multiplier_that_is_not_the_float_nearest_a_sixth_is_not_hardswish():
     assert not find_matches(_tf2onnx_hardswish(15, 0.1667), RULES["ax-hard_swish_mul_sixth-rev"])
+
+
+def test_paddle2onnx_2_hardswish_becomes_one_op_where_the_opset_has_it():
+    """x * HardSigmoid(x; fl(1/6), 1/2), HardSigmoid first, as paddle2onnx 2.x writes it."""
+    nodes = [h.make_node("HardSigmoid", ["x"], ["s"], alpha=1 / 6, beta=0.5), h.make_node("Mul", ["s", "x"], ["y"])]
+    graph = make_graph(nodes, {"x": (1, 16, 5, 5)}, ["y"], opset=14)
+    rewritten = _apply_everywhere(graph, "ax-hard_swish_hardsigmoid-rev")
+    assert _ops(export(rewritten)) == ["HardSwish"]
+    assert_same_outputs(graph, rewritten)
+
+
+def test_hardswish_multiplied_by_a_sixth_last_becomes_one_op():
+    """(x * clip(x + 3, 0, 6)) * fl(1/6)."""
+    nodes = [h.make_node("Add", ["x", "three"], ["p"]), h.make_node("Clip", ["p", "lo", "hi"], ["c"]),
+             h.make_node("Mul", ["x", "c"], ["m"]), h.make_node("Mul", ["m", "sixth"], ["y"])]
+    inits = [_const("three", 3.0, ()), _const("lo", 0.0, ()), _const("hi", 6.0, ()), _const("sixth", 1 / 6, ())]
+    graph = make_graph(nodes, {"x": (1, 16, 5, 5)}, ["y"], inits, opset=15)
+    rewritten = _apply_everywhere(graph, "ax-hard_swish_mul_first_sixth-rev")
+    assert _ops(export(rewritten)) == ["HardSwish"]
+    assert_same_outputs(graph, rewritten)

@@ -89,6 +89,7 @@ class _ExactConstants:
     def __call__(self, op: str, *inputs: object, **params: object) -> object:
         value = params.get("value")
         if op != "ConstFill" or value not in self.exact:
+            params = {k: self._exact(v) if k != "shape" else v for k, v in params.items()}
             return self.inner(op, *inputs, **params)
         exact = self.exact[value]  # type: ignore[index]
         shape = tuple(params.get("shape", ()))  # type: ignore[arg-type]
@@ -97,6 +98,14 @@ class _ExactConstants:
         out = np.empty(shape, dtype=object)
         out[...] = z3.RealVal(f"{exact.numerator}/{exact.denominator}")
         return out
+
+
+    def _exact(self, value: object) -> object:
+        """A float parameter (HardSigmoid's alpha) that is a rounded literal, as its exact value."""
+        if not isinstance(value, float) or value not in self.exact:
+            return value
+        exact = self.exact[value]
+        return z3.RealVal(f"{exact.numerator}/{exact.denominator}") if self.symbolic else float(exact)
 
 
 def _algebra(axiom: Axiom, *, symbolic: bool) -> object:
