@@ -214,8 +214,8 @@ def _read_param(
     else:
         index = p.input_index or 0
         array = consts[index] if index < len(consts) else None
-        if array is None:
-            return p.default
+        if array is None:  # an older opset's attribute (Clip's bounds before opset 11), else the default
+            return _coerce(op, p, attrs[p.attr_name]) if p.attr_name in attrs else p.default
         value = np.asarray(array).reshape(-1).tolist()
         if p.kind in (ParamKind.INT, ParamKind.FLOAT):
             value = value[0]

@@ -176,6 +176,10 @@ def _make_view(index: GraphIndex, node_id: int) -> NodeView | None:
 def _attributes_modelled(spec: OpSpec, node: Node) -> bool:
     modelled = {p.attr_name for p in spec.params if p.source is ParamSource.ATTRIBUTE}
     modelled |= _DERIVED_ATTRIBUTES.get(spec.name, frozenset())
+    # older opsets keep some constant-input parameters as attributes (Clip's bounds before
+    # opset 11): read as the same parameter, when the input itself is absent
+    modelled |= {p.attr_name for p in spec.params if p.source is ParamSource.CONST_INPUT
+                 and not (p.input_index is not None and p.input_index < len(node.inputs) and node.inputs[p.input_index])}
     for name, value in node.attributes:
         if name not in modelled or isinstance(value, onnx.AttributeProto):
             return False

@@ -18,7 +18,7 @@ from onnx import numpy_helper as nh
 from taso.pipeline._canonical import canonicalize
 from taso.pipeline._export import export
 from taso.pipeline._rewriting import default_rules
-from taso.substitutions.matching import apply, find_matches
+from taso.substitutions.matching import apply, find_matches, node_view
 from tests.helpers.graphs import make_graph, weight
 from tests.helpers.ort import assert_same_outputs
 
@@ -219,3 +219,15 @@ def test_hardswish_multiplied_by_a_sixth_last_becomes_one_op():
     rewritten = _apply_everywhere(graph, "ax-hard_swish_mul_first_sixth-rev")
     assert _ops(export(rewritten)) == ["HardSwish"]
     assert_same_outputs(graph, rewritten)
+
+
+def test_clip_bounds_written_as_attributes_before_opset_11_are_read():
+    """Before opset 11 Clip keeps its bounds as attributes; the same hardswish is found."""
+    nodes = [h.make_node("Add", ["x", "three"], ["p"]), h.make_node("Clip", ["p"], ["c"], min=0.0, max=6.0),
+             h.make_node("Mul", ["x", "c"], ["m"]), h.make_node("Div", ["m", "six"], ["y"])]
+    graph = make_graph(nodes, {"x": (1, 16, 5, 5)}, ["y"], [_const("three", 3.0, ()), _const("six", 6.0, ())], opset=10)
+    rewritten = _apply_everywhere(graph, "ax-hard_swish_decompose-rev")
+    assert _ops(export(rewritten)) == ["HardSigmoid", "Mul"]
+    assert_same_outputs(graph, rewritten)
+    lower_only = make_graph([h.make_node("Clip", ["x"], ["y"], min=-1.0)], {"x": (2, 3)}, ["y"], opset=10)
+    assert node_view(lower_only, 0).params == {"min": -1.0, "max": None}
