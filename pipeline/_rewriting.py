@@ -23,7 +23,13 @@ from taso.pipeline.budget import Budget
 from taso.report import StopReason, Unwritten
 from taso.search import CostModel, Rewrite, SearchProgress, search
 from taso.search.sweep import Judge, SweepStep, sweep
-from taso.substitutions.matching import Match, NotApplied, apply_or_reason, find_matches
+from taso.substitutions.matching import (
+    Match,
+    NotApplied,
+    Unapplicable,
+    apply_or_reason,
+    find_matches,
+)
 from taso.substitutions.rule import ProofStatus, Rule, RuleError, RuleLibrary, load_rules
 
 RulesArg = str | os.PathLike[str] | RuleLibrary | Sequence[Rule] | None
@@ -90,7 +96,9 @@ Priority = Callable[[Graph, Rewrite], float]
 
 
 class UnwrittenLog:
-    """Matches whose target the applier could not write, per rule: count and first reason."""
+    """Matches whose target the model's opset cannot express, per rule: count and first
+    reason. (Matches whose target is invalid at that site, a shape that contradicts a known
+    one, are not rewrites that could be written; they are not listed.)"""
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[set[tuple[int, ...]], str]] = {}
@@ -121,7 +129,7 @@ def make_expand(
             for match in find_matches(graph, rule, near=near):
                 variant = apply_or_reason(graph, rule, match)
                 if isinstance(variant, NotApplied):
-                    if unwritten is not None:
+                    if unwritten is not None and variant.kind is Unapplicable.OPSET:
                         unwritten.add(rule.id, match, variant.reason)
                     continue
                 removed = frozenset(graph.nodes.keys() - variant.nodes.keys())

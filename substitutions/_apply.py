@@ -19,6 +19,7 @@ opset, a computed shape contradicts a known one, a renamed value is read by a su
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -28,7 +29,14 @@ from taso.ir import INTERNAL_DOMAIN, Graph, Initializer, Node, TensorType
 from taso.opspecs import Lowering, OpKind, OpSpec, ShapeError, spec_by_name
 from taso.substitutions._bridge import GraphIndex, graph_index
 from taso.substitutions._constraints import Undecidable, target_param, tensor_env
-from taso.substitutions._emit import NameSource, as_attribute, emit_nodes, ir_shape, spec_shape
+from taso.substitutions._emit import (
+    NameSource,
+    OpsetError,
+    as_attribute,
+    emit_nodes,
+    ir_shape,
+    spec_shape,
+)
 from taso.substitutions._matcher import Match
 from taso.substitutions.rule import PatternNode, Rule, split_ref
 
@@ -43,12 +51,19 @@ def apply(graph: Graph, rule: Rule, match: Match) -> Graph | None:
     return None if isinstance(result, NotApplied) else result
 
 
+class Unapplicable(enum.Enum):
+    """Why a match was not applied."""
+
+    OPSET = "the model's opset lacks an op of the target, which has no decomposition"
+    INVALID = "the target is not valid here (a shape contradicts a known one, a renamed value is read by a subgraph)"
+
+
 @dataclass(frozen=True)
 class NotApplied:
-    """Why a match's target could not be written (an op the opset lacks and cannot be
-    decomposed, a shape that contradicts a known one, a renamed value read by a subgraph)."""
+    """Why a match's target could not be written, in words and in kind."""
 
     reason: str
+    kind: Unapplicable = Unapplicable.INVALID
 
 
 def apply_or_reason(graph: Graph, rule: Rule, match: Match) -> Graph | NotApplied:
@@ -58,7 +73,8 @@ def apply_or_reason(graph: Graph, rule: Rule, match: Match) -> Graph | NotApplie
     try:
         return _Builder(graph_index(graph), rule, match).build()
     except (_Invalid, ShapeError, Undecidable, ValueError, TypeError, IndexError) as error:
-        return NotApplied(str(error).splitlines()[0] if str(error) else type(error).__name__)
+        kind = Unapplicable.OPSET if isinstance(error, OpsetError) else Unapplicable.INVALID
+        return NotApplied(str(error).splitlines()[0] if str(error) else type(error).__name__, kind)
 
 
 class _Builder:

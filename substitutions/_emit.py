@@ -27,6 +27,10 @@ from taso.opspecs import EmitNode, OpKind, OpSpec, Shape, ShapeError, get_spec
 _UNKNOWN = "?"
 
 
+class OpsetError(ShapeError):
+    """The target needs an op the model's opset lacks, and the op has no decomposition."""
+
+
 @dataclass(frozen=True)
 class Emission:
     """Nodes and initializers written for one spec instance, and types of the new values."""
@@ -143,7 +147,7 @@ class _Writer:
 
     def node(self, spec: OpSpec, params: Mapping[str, object], inputs: tuple[str, ...], outputs: tuple[str, ...]) -> None:
         if self.opset < spec.min_opset:
-            raise ShapeError(f"{spec.name} needs opset {spec.min_opset}, the model has {self.opset}")
+            raise OpsetError(f"{spec.name} needs opset {spec.min_opset}, the model has {self.opset}")
         onnx_node = spec.params_to_onnx(params, dtype=self.dtype)
         wired = self._wire(inputs, onnx_node.const_inputs, outputs[0])
         attributes = tuple(sorted((k, as_attribute(v)) for k, v in onnx_node.attrs.items()))

@@ -12,8 +12,8 @@ inputs), or None for opaque nodes. The engine lives in the private `_matcher`,
 `_apply`, `_bridge` and `_emit` modules.
 """
 
-from taso.substitutions._apply import NotApplied, apply, apply_or_reason
+from taso.substitutions._apply import NotApplied, Unapplicable, apply, apply_or_reason
 from taso.substitutions._bridge import NodeView, is_constant, node_view
 from taso.substitutions._matcher import Match, find_matches
 
-__all__ = ["Match", "NodeView", "NotApplied", "apply", "apply_or_reason", "find_matches", "is_constant", "node_view"]
+__all__ = ["Match", "NodeView", "NotApplied", "Unapplicable", "apply", "apply_or_reason", "find_matches", "is_constant", "node_view"]

@@ -254,7 +254,7 @@ def test_public_matching_api_is_pinned() -> None:
 
     from taso.substitutions import matching
 
-    assert sorted(matching.__all__) == ["Match", "NodeView", "NotApplied", "apply", "apply_or_reason", "find_matches",
+    assert sorted(matching.__all__) == ["Match", "NodeView", "NotApplied", "Unapplicable", "apply", "apply_or_reason", "find_matches",
                                       "is_constant", "node_view"]
     assert str(inspect.signature(matching.find_matches)) == (
         "(graph: 'Graph', rule: 'Rule', *, near: 'Collection[int] | None' = None) -> 'list[Match]'"

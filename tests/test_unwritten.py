@@ -56,3 +56,18 @@ def test_the_report_says_what_was_not_written():
                     StopReason.EXHAUSTED, 0, {}, unwritten=(Unwritten("r", 3, "Gelu needs opset 20"),))
     assert "not written: r x3 (Gelu needs opset 20)" in report.summary()
     assert report.to_dict()["unwritten"] == [{"rule": "r", "matches": 3, "reason": "Gelu needs opset 20"}]
+
+
+def test_a_match_whose_target_contradicts_a_known_shape_is_not_listed():
+    """ax-global_avgpool_as_avgpool-c0 is an instance at one kernel size: where it does not
+    fit, the match is invalid, not a rewrite the opset cannot express."""
+    graph_proto = h.make_graph(
+        [h.make_node("GlobalAveragePool", ["x"], ["y"])], "g",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 7, 7])],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 1, 1])])
+    model = h.make_model(graph_proto, opset_imports=[h.make_opsetid("", 17)])
+    model.ir_version = 10
+    log = UnwrittenLog()
+    rules = [r for r in RULES.values() if r.id.startswith("ax-global_avgpool_as_avgpool-c")]
+    list(make_expand(rules, unwritten=log)(import_model(model), None))
+    assert log.records() == ()
