@@ -10,7 +10,9 @@ Three forms, tried in this order for each axiom:
 * *shape-guarded*: when the axiom depends on shapes (``derive``, shape side conditions),
   one instance per assignment of goal shapes to its tensor variables, guarded by
   ``shape(t) == "..."`` (an uninterpreted ``Tensor -> String``); the goal asserts the
-  shape of each of its subterms, so such axioms fire only where shapes are known.
+  shape of each of its subterms, so such axioms fire only where shapes are known. An
+  instance is built only where it holds: the side condition is met and both sides infer
+  the same shapes (otherwise it would contradict the goal's shape facts and prove anything).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import functools
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
+from numbers import Integral
 
 import z3
 
@@ -28,7 +31,8 @@ from taso.opspecs.axioms import Axiom, Z3TermAlgebra, all_axioms
 SHAPE = z3.Function("shape", TENSOR, z3.StringSort())
 MAX_GUARDED_INSTANCES = 64  # per axiom and goal
 # Axioms whose tables state no side condition but that hold only for matching shapes
-# (reshape to x's own shape; elementwise ops on concats with equal piece sizes).
+# (reshape to x's own shape; elementwise ops on concats with equal piece sizes): the
+# equal-shape check of `guarded_instance` restricts them to where they hold.
 SHAPE_DEPENDENT = frozenset({"reshape_identity", "concat_add", "concat_mul"})
 
 
@@ -153,24 +157,42 @@ def _instance(name: str, assignment: tuple[tuple[int, ...], ...], config: str
     one universe share a few shapes, and printing a Z3 formula costs more than proving."""
     axiom = find_axiom(name)
     params = next(c.params for c in axiom.configs if repr(sorted(c.params.items())) == config)
-    formula = _guarded(axiom, dict(zip(axiom.inputs, assignment, strict=True)), dict(params))
+    formula = guarded_instance(axiom, dict(zip(axiom.inputs, assignment, strict=True)), params)
     return None if formula is None else (str(formula), formula)
 
 
-def _guarded(axiom: Axiom, shape_map: dict, params: dict) -> z3.BoolRef | None:
+def guarded_instance(axiom: Axiom, shape_map: Mapping[str, tuple[int, ...]],
+                     config_params: Mapping[str, object]) -> z3.BoolRef | None:
+    """``ForAll tensors: shapes(tensors) == shape_map -> lhs == rhs`` for one config's
+    parameters, or None where the axiom does not hold at these shapes: its side condition
+    fails, a side is ill-formed, or the two sides infer different shapes. (An instance
+    whose sides differ in shape, ``reshape(x, (2, 3)) = x`` for x of shape (3, 2), is
+    false; with the goal's shape facts it is a contradiction that proves any goal.)"""
+    params = dict(config_params)
     try:
         if not axiom.condition(shape_map, params):
             return None
         if axiom.derive is not None:
             params.update(axiom.derive(shape_map, params))
-        axiom.sides(ShapeAlgebra(), shape_map, params)
+        lhs_shapes, rhs_shapes = (_shapes_of(side(ShapeAlgebra(), shape_map, params))
+                                  for side in (axiom.lhs, axiom.rhs))
     except (ShapeError, ValueError, LookupError, TypeError, IndexError):
+        return None
+    if lhs_shapes != rhs_shapes:
         return None
     tensors = {n: z3.Const(n, TENSOR) for n in axiom.inputs}
     lhs, rhs = axiom.sides(Z3TermAlgebra(), tensors, params)
     guard = z3.And(*[SHAPE(tensors[n]) == shape_literal(shape_map[n]) for n in axiom.inputs])
     body = z3.And(*[a == b for a, b in zip(lhs, rhs, strict=True)])
     return z3.ForAll(list(tensors.values()), z3.Implies(guard, body))
+
+
+def _shapes_of(side: object) -> tuple[tuple[int, ...], ...]:
+    """The output shapes of a side built with `ShapeAlgebra`: one shape (a tuple of
+    ints) or a tuple of shapes for a multi-output op."""
+    if isinstance(side, tuple | list) and all(isinstance(d, Integral) for d in side):
+        return (tuple(int(d) for d in side),)
+    return tuple(tuple(int(d) for d in shape) for shape in side)  # type: ignore[union-attr]
 
 
 @functools.cache

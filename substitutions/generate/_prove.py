@@ -147,6 +147,22 @@ that needs more is counted as timed out and not shipped. Recorded in the file's
 provenance (``settings.rlimit``)."""
 
 
+def premises(rule: Rule, goal: _Goal) -> list[tuple[str, z3.BoolRef]]:
+    """The axiom formulas a proof of ``rule`` may use, tracked as ``ax:<axiom>:<k>``: those
+    over the rule's operators (and the helpers), shape-guarded ones at the goal's shapes."""
+    relevant = rule_ops(rule) | HELPER_OPS
+    goal_shapes = tuple(sorted(set(goal.shapes.values())))
+    out = []
+    for axiom in axiom_bank():
+        if not axiom.ops <= relevant:
+            continue
+        formulas = axiom.formulas
+        if axiom.guarded:
+            formulas = tuple(guarded_instances(find_axiom(axiom.name), goal_shapes))
+        out += [(f"ax:{axiom.name}:{k}", formula) for k, formula in enumerate(formulas)]
+    return out
+
+
 def prove(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT, timeout_ms: int | None = None,
           shapes: Mapping[str, tuple[int, ...]] | None = None,
           bindings: Mapping[str, object] | None = None) -> ProofResult:
@@ -155,20 +171,12 @@ def prove(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT, timeout_ms: int | None = 
     wall-clock cap for interactive use (not used by generation)."""
     start = time.perf_counter()
     src, tgt, goal = encode_rule(rule, shapes, bindings or {})
-    relevant = rule_ops(rule) | HELPER_OPS
     solver = z3.Solver()
     solver.set("rlimit", rlimit)
     if timeout_ms is not None:
         solver.set("timeout", timeout_ms)
-    goal_shapes = tuple(sorted({s for s in goal.shapes.values()}))
-    for axiom in axiom_bank():
-        if not axiom.ops <= relevant:
-            continue
-        formulas = axiom.formulas
-        if axiom.guarded:
-            formulas = tuple(guarded_instances(find_axiom(axiom.name), goal_shapes))
-        for k, formula in enumerate(formulas):
-            solver.assert_and_track(formula, z3.Bool(f"ax:{axiom.name}:{k}"))
+    for name, formula in premises(rule, goal):
+        solver.assert_and_track(formula, z3.Bool(name))
     solver.add(*goal.facts)
     solver.add(z3.Or(*[a != b for a, b in zip(src, tgt, strict=True)]))
     result = solver.check()
