@@ -1,63 +1,129 @@
-"""`taso-gen verify`: re-prove every rule of a rule file and re-run its numeric witness."""
+"""`taso-gen verify`: re-prove every rule of a rule file and re-run its numeric witness.
+
+Every rule gets a `Verdict`, whatever happens to the others:
+
+1. `ILL_TYPED` when its source or target does not type-check on a witness config
+   (the specs' shape inference refuses an operator's inputs or parameters);
+2. `REFUTED` when the witness finds inputs where source and target differ (the
+   counterexample is a ready-to-run reproducer), or the prover refutes it;
+3. `PROVED` when the prover proves it and the witness agrees;
+4. `UNKNOWN` otherwise (the prover ran out of its resource limit, the witness is
+   missing or could not be evaluated).
+
+Proof times are measured with `time.perf_counter` around each proof.
+"""
 
 from __future__ import annotations
 
+import enum
 import json
+import time
 from collections import Counter
 from dataclasses import dataclass
 
+from taso.opspecs import ShapeError
+from taso.substitutions.generate._axiom_bank import find_axiom
+from taso.substitutions.generate._axiom_rules import rules_from_axiom
 from taso.substitutions.generate._prove import DEFAULT_RLIMIT, prove
-from taso.substitutions.generate._witness import check_witness, witness_configs
-from taso.substitutions.rule import ProofStatus, Rule
+from taso.substitutions.generate._witness import (
+    WitnessOutcome,
+    check_witness,
+    type_error,
+    witness_configs,
+)
+from taso.substitutions.rule import ProofStatus, Rule, rule_to_json
+
+
+class Verdict(enum.Enum):
+    PROVED = "proved"
+    REFUTED = "refuted"  # with a counterexample where the witness found one
+    UNKNOWN = "unknown"
+    ILL_TYPED = "ill-typed"
+
+
+@dataclass(frozen=True)
+class _Proof:
+    status: ProofStatus
+    seconds: float
+    detail: str = ""
 
 
 @dataclass(frozen=True)
 class RuleCheck:
+    """One rule's verdict; ``status`` is the prover's own answer, ``seconds`` its time."""
+
     rule: str
     status: ProofStatus
     witness_ok: bool
     seconds: float
     detail: str = ""
+    verdict: Verdict = Verdict.UNKNOWN
+    counterexample: str = ""  # a Python snippet that re-runs the failing witness
 
     @property
     def ok(self) -> bool:
-        return self.status is ProofStatus.PROVED and self.witness_ok
+        return self.verdict is Verdict.PROVED
 
 
 def verify_rule(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT) -> RuleCheck:
+    """The rule's verdict; never raises for a bad rule (see the module docstring)."""
+    problem = type_error(rule)
+    if problem:
+        return RuleCheck(rule.id, ProofStatus.UNCHECKED, False, 0.0, problem, Verdict.ILL_TYPED)
+    try:
+        proof = _prove(rule, rlimit)
+        witness = check_witness(rule)
+    except ShapeError as err:  # a shape the witness configs did not reach
+        return RuleCheck(rule.id, ProofStatus.UNCHECKED, False, 0.0, str(err), Verdict.ILL_TYPED)
+    except Exception as err:  # noqa: BLE001 - one rule's failure must not stop the file
+        detail = f"verification failed: {type(err).__name__}: {err}"
+        return RuleCheck(rule.id, ProofStatus.UNCHECKED, False, 0.0, detail, Verdict.UNKNOWN)
+    verdict = _verdict(proof.status, witness.outcome)
+    detail = "; ".join(d for d in (proof.detail, witness.detail) if d)
+    if verdict is Verdict.REFUTED and proof.status is ProofStatus.PROVED:
+        detail += " (the prover claimed a proof)"
+    counterexample = witness.reproducer if witness.outcome is WitnessOutcome.DIFFER else ""
+    return RuleCheck(rule.id, proof.status, witness.ok, proof.seconds, detail, verdict,
+                     counterexample)
+
+
+def _verdict(proof: ProofStatus, witness: WitnessOutcome) -> Verdict:
+    if witness is WitnessOutcome.DIFFER or proof is ProofStatus.REFUTED:
+        return Verdict.REFUTED
+    if proof is ProofStatus.PROVED and witness is WitnessOutcome.AGREE:
+        return Verdict.PROVED
+    return Verdict.UNKNOWN
+
+
+def _prove(rule: Rule, rlimit: int) -> _Proof:
+    if rule.proof.method == "axiom":
+        return _prove_instance(rule)
     configs = witness_configs(rule)
     first = configs[0] if configs else {}
     shapes = {k: tuple(v) for k, v in first.get("shapes", {}).items()} or None
     bindings = {k: tuple(v) if isinstance(v, list) else v
                 for k, v in first.get("bindings", {}).items()}
-    if rule.proof.method == "axiom":
-        return _verify_instance(rule)
     general = "parametric" in dict(rule.provenance)
     result = prove(rule, rlimit=rlimit, shapes=None if general else shapes,
                    bindings={} if general else bindings)
-    witness = check_witness(rule)
-    detail = result.detail or ("" if witness.ok else f"{witness.detail}\n{witness.reproducer}")
-    return RuleCheck(rule.id, result.status, witness.ok, result.seconds, detail)
+    return _Proof(result.status, result.seconds, result.detail)
 
 
-def _verify_instance(rule: Rule) -> RuleCheck:
+def _prove_instance(rule: Rule) -> _Proof:
     """An axiom-instance rule is proved when the named axiom (validated numerically and
-    symbolically by its own checks) regenerates exactly this rule; its witness is re-run."""
-    from taso.substitutions.generate._axiom_bank import find_axiom
-    from taso.substitutions.generate._axiom_rules import rules_from_axiom
-    from taso.substitutions.rule import rule_to_json
-
+    symbolically by its own checks) regenerates exactly this rule."""
+    start = time.perf_counter()
     name = dict(rule.provenance).get("axiom", "")
     try:
         regenerated = {r.id: r for r in rules_from_axiom(find_axiom(name))}
     except StopIteration:
-        return RuleCheck(rule.id, ProofStatus.REFUTED, False, 0.0, f"no axiom {name!r}")
+        return _Proof(ProofStatus.REFUTED, time.perf_counter() - start, f"no axiom {name!r}")
     again = regenerated.get(rule.id)
     same = again is not None and _body(rule_to_json(again)) == _body(rule_to_json(rule))
-    witness = check_witness(rule)
-    status = ProofStatus.PROVED if same else ProofStatus.REFUTED
-    detail = "" if same else f"not an instance of axiom {name!r}"
-    return RuleCheck(rule.id, status, witness.ok, 0.0, detail or witness.detail)
+    seconds = time.perf_counter() - start
+    if same:
+        return _Proof(ProofStatus.PROVED, seconds)
+    return _Proof(ProofStatus.REFUTED, seconds, f"not an instance of axiom {name!r}")
 
 
 def _body(data: dict) -> str:
@@ -66,13 +132,22 @@ def _body(data: dict) -> str:
 
 
 def summary(checks: list[RuleCheck]) -> dict:
-    counts = Counter(c.status.value for c in checks)
+    """Rule count, proved (``ok``), witness failures, the count of each verdict, and the
+    total proof time in seconds."""
+    counts = Counter(c.verdict.value for c in checks)
     return {"rules": len(checks), "ok": sum(c.ok for c in checks),
-            "witness_failed": sum(not c.witness_ok for c in checks), **dict(sorted(counts.items()))}
+            "witness_failed": sum(not c.witness_ok for c in checks),
+            **{v.value: counts[v.value] for v in Verdict},
+            "seconds": round(sum(c.seconds for c in checks), 3)}
 
 
-def checks_json(checks: list[RuleCheck]) -> str:
-    return json.dumps({"totals": summary(checks),
-                       "rules": [{"id": c.rule, "status": c.status.value, "witness": c.witness_ok,
-                                  "seconds": round(c.seconds, 3), "detail": c.detail}
-                                 for c in checks]}, indent=1)
+def check_json(check: RuleCheck) -> dict:
+    return {"id": check.rule, "verdict": check.verdict.value, "proof": check.status.value,
+            "witness": check.witness_ok, "seconds": round(check.seconds, 6),
+            "detail": check.detail, "counterexample": check.counterexample}
+
+
+def checks_json(checks: list[RuleCheck], **extra: object) -> str:
+    return json.dumps({**extra, "totals": summary(checks),
+                       "rules": [check_json(c) for c in checks]}, indent=1)
+

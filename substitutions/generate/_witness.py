@@ -4,21 +4,38 @@ shapes with the specs' NumPy semantics and compare the mapped outputs.
 The shapes and parameter bindings come from the rule's provenance (``witness``: a JSON
 list of configs ``{"shapes": {...}, "bindings": {...}, "values": {...}}``, where
 ``values`` fixes small constants such as the 3 of ``x + 3``). A failing witness returns
-a ready-to-run reproducer.
+a ready-to-run reproducer. `type_error` infers both sides' shapes on the same configs:
+a rule that does not type-check there is reported as such, not run.
 """
 
 from __future__ import annotations
 
+import enum
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from taso.opspecs import spec_by_name
-from taso.substitutions.rule import ParamExpr, ParamVar, Pattern, Rule, evaluate_expression
+from taso.opspecs import ShapeError, spec_by_name
+from taso.substitutions.rule import (
+    ParamExpr,
+    ParamVar,
+    Pattern,
+    PatternNode,
+    Rule,
+    evaluate_expression,
+)
 
 RTOL = 1e-6
+EVALUATION_ERROR = "evaluation error"
+
+
+class WitnessOutcome(enum.Enum):
+    AGREE = "agree"  # source and target agree on every config
+    DIFFER = "differ"  # a config where they differ: a counterexample
+    ERROR = "error"  # a side could not be evaluated
+    MISSING = "missing"  # the rule has no witness configs
 
 
 @dataclass(frozen=True)
@@ -27,6 +44,7 @@ class WitnessResult:
     configs: int
     detail: str = ""
     reproducer: str = ""
+    outcome: WitnessOutcome = WitnessOutcome.AGREE
 
 
 def witness_configs(rule: Rule) -> list[dict]:
@@ -37,24 +55,57 @@ def run_pattern(pattern: Pattern, env: Mapping[str, np.ndarray],
                 bindings: Mapping[str, object]) -> dict[str, np.ndarray]:
     values: dict[str, np.ndarray] = dict(env)
     for node in pattern.nodes:
-        params = {}
-        for k, v in node.params:
-            if isinstance(v, ParamVar):
-                v = bindings.get(v.name, spec_by_name(node.op).param(k).default)
-            elif isinstance(v, ParamExpr):
-                v = evaluate_expression(v.expr, {**bindings, **_shape_helpers(values)})
-            params[k] = _untuple(v)
+        params = _node_params(node, bindings, lambda name: tuple(values[name].shape))
         outs = spec_by_name(node.op).evaluate([values[r] for r in node.inputs], params)
-        for index, out in enumerate(outs):
-            values[f"{node.id}:{index}"] = out
-            if index == 0:
-                values[node.id] = out
+        _record(values, node, outs)
     return values
 
 
-def _shape_helpers(values: Mapping[str, np.ndarray]) -> dict[str, object]:
-    """`shape` and `rank` of the pattern's tensors, for target expressions that read them."""
-    return {"shape": lambda name: tuple(values[name].shape), "rank": lambda name: values[name].ndim}
+def infer_pattern_shapes(pattern: Pattern, shapes: Mapping[str, tuple[int, ...]],
+                         bindings: Mapping[str, object]) -> dict[str, tuple[int, ...]]:
+    """`run_pattern` on shapes only, through the specs' shape inference (raises
+    `ShapeError` where an operator does not accept its inputs or parameters)."""
+    known: dict[str, tuple[int, ...]] = dict(shapes)
+    for node in pattern.nodes:
+        params = _node_params(node, bindings, known.__getitem__)
+        outs = spec_by_name(node.op).infer_shapes([known[r] for r in node.inputs], params)
+        _record(known, node, [tuple(o) for o in outs])
+    return known
+
+
+def _node_params(node: PatternNode, bindings: Mapping[str, object],
+                 shape_of: Callable[[str], tuple[int, ...]]) -> dict[str, object]:
+    """The node's parameters: bound variables (or the spec's default), evaluated
+    expressions (which may read `shape` and `rank` of the pattern's tensors)."""
+    helpers = {"shape": shape_of, "rank": lambda name: len(shape_of(name))}
+    params = {}
+    for k, v in node.params:
+        if isinstance(v, ParamVar):
+            v = bindings.get(v.name, spec_by_name(node.op).param(k).default)
+        elif isinstance(v, ParamExpr):
+            v = evaluate_expression(v.expr, {**bindings, **helpers})
+        params[k] = _untuple(v)
+    return params
+
+
+def _record(values: dict, node: PatternNode, outs: list) -> None:
+    for index, out in enumerate(outs):
+        values[f"{node.id}:{index}"] = out
+        if index == 0:
+            values[node.id] = out
+
+
+def type_error(rule: Rule) -> str:
+    """'' if both sides infer shapes on every witness config, else which side and why."""
+    for index, config in enumerate(witness_configs(rule)):
+        shapes = {k: tuple(v) for k, v in config.get("shapes", {}).items()}
+        bindings = {k: _untuple(v) for k, v in config.get("bindings", {}).items()}
+        for side, pattern in (("source", rule.source), ("target", rule.target)):
+            try:
+                infer_pattern_shapes(pattern, shapes, bindings)
+            except (ShapeError, ValueError, KeyError, IndexError, TypeError) as err:
+                return f"config {index}: the {side} does not type-check: {err}"
+    return ""
 
 
 def _untuple(value: object) -> object:
@@ -79,7 +130,7 @@ def check_config(rule: Rule, config: Mapping, seed: int) -> str:
         src = run_pattern(rule.source, env, bindings)
         tgt = run_pattern(rule.target, env, bindings)
     except (ValueError, KeyError, IndexError, TypeError) as err:
-        return f"evaluation error: {type(err).__name__}: {err}"
+        return f"{EVALUATION_ERROR}: {type(err).__name__}: {err}"
     for a, b in rule.outputs:
         x, y = np.asarray(src[a], np.float64), np.asarray(tgt[b], np.float64)
         if x.shape != y.shape:
@@ -92,11 +143,15 @@ def check_config(rule: Rule, config: Mapping, seed: int) -> str:
 def check_witness(rule: Rule, *, seed: int = 0) -> WitnessResult:
     configs = witness_configs(rule)
     if not configs:
-        return WitnessResult(False, 0, "rule has no witness configs")
+        return WitnessResult(False, 0, "rule has no witness configs",
+                             outcome=WitnessOutcome.MISSING)
     for index, config in enumerate(configs):
         detail = check_config(rule, config, seed + index)
         if detail:
-            return WitnessResult(False, index, f"config {index}: {detail}", reproducer(rule, seed))
+            outcome = (WitnessOutcome.ERROR if detail.startswith(EVALUATION_ERROR)
+                       else WitnessOutcome.DIFFER)
+            return WitnessResult(False, index, f"config {index}: {detail}",
+                                 reproducer(rule, seed), outcome)
     return WitnessResult(True, len(configs))
 
 

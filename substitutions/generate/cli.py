@@ -16,6 +16,8 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from importlib import resources
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from taso.errors import InputError, TasoError
@@ -131,7 +133,7 @@ def _usage() -> str:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    """Re-prove every rule of a file; exit 1 if any rule is not proved."""
+    """Give every rule of a file a verdict; exit 1 unless every rule is proved."""
     from taso.substitutions.generate._verify import checks_json, summary, verify_rule
     from taso.substitutions.rule import RuleError, load_rules
 
@@ -140,15 +142,30 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except (RuleError, OSError) as err:
         sys.stderr.write(f"taso-gen: error: {err}\n")
         return EXIT_USAGE
+    spec_set = _spec_set(library)
+    if not spec_set["matches"]:
+        sys.stderr.write(f"taso-gen: warning: {args.file} was made from spec set "
+                         f"{spec_set['file']}, the loaded specs are {spec_set['loaded']}\n")
     checks = [verify_rule(r, rlimit=args.rlimit) for r in library.rules]
     if args.json:
-        print(checks_json(checks))
+        print(checks_json(checks, spec_set=spec_set))
     else:
         for check in checks:
             if not check.ok:
-                print(f"FAIL {check.rule}: {check.status.value} {check.detail}")
+                print(f"{check.verdict.value} {check.rule}: {check.detail}")
+                if check.counterexample:
+                    print("  counterexample:\n    " + check.counterexample.replace("\n", "\n    "))
         print(json.dumps(summary(checks)))
     return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED
+
+
+def _spec_set(library: RuleLibrary) -> dict:
+    """The file's ``spec_set_hash`` (None when it records none) against the loaded specs'."""
+    from taso.substitutions.generate._pipeline import spec_set_hash
+
+    recorded = dict(library.provenance).get("spec_set_hash")
+    loaded = spec_set_hash()
+    return {"file": recorded, "loaded": loaded, "matches": recorded == loaded}
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -190,15 +207,29 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
                      help=f"Z3 resource limit per re-proof (default {DEFAULT_RLIMIT})")
     mrg.add_argument("-o", "--output", required=True, help="rule file to write")
     ver = sub.add_parser("verify", help=COMMANDS["verify"][1])
-    ver.add_argument("file", help="rule file (JSON)")
+    shipped = shipped_library()
+    ver.add_argument("file", nargs="?", default=str(shipped), help=f"rule file (JSON; default: the shipped library, {shipped})")
     ver.add_argument("--json", action="store_true", help="per-rule status and totals as JSON")
     ver.add_argument("--rlimit", type=int, default=2 * DEFAULT_RLIMIT,
                      help=f"Z3 resource limit per proof (default {2 * DEFAULT_RLIMIT})")
 
 
+def shipped_library() -> Path:
+    """The rule library installed with the package (what `taso optimize` searches with)."""
+    return Path(str(resources.files("taso.substitutions").joinpath("library", "rules.json")))
+
+
+def _version() -> str:
+    try:
+        return version("taso-onnx")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="taso-gen", description="TASO rule generation tools")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="version", version=f"taso-gen (taso-onnx) {_version()}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     ops = sub.add_parser("ops", help=COMMANDS["ops"][1])
     ops.add_argument("--json", action="store_true", help="machine-readable output")
     check = sub.add_parser("check-axioms", help=COMMANDS["check-axioms"][1])
@@ -211,10 +242,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``taso-gen`` console script."""
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
     except SystemExit as stop:
         return int(stop.code or 0)
+    if args.command is None:  # bare `taso-gen`: the help, not "required: command"
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
     handler, _ = COMMANDS[args.command]
     try:
         code = handler(args)
