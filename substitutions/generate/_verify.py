@@ -79,7 +79,8 @@ def verify_rule(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT) -> RuleCheck:
         detail = f"verification failed: {type(err).__name__}: {err}"
         return RuleCheck(rule.id, ProofStatus.UNCHECKED, False, 0.0, detail, Verdict.UNKNOWN)
     verdict = _verdict(proof.status, witness.outcome)
-    detail = "; ".join(d for d in (proof.detail, witness.detail) if d)
+    said = f"prover: {proof.status.value}" + (f" ({proof.detail})" if proof.detail else "")
+    detail = "; ".join(d for d in (said if proof.detail else "", witness.detail) if d)
     if verdict is Verdict.REFUTED and proof.status is ProofStatus.PROVED:
         detail += " (the prover claimed a proof)"
     counterexample = witness.reproducer if witness.outcome is WitnessOutcome.DIFFER else ""

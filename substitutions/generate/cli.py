@@ -144,8 +144,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     spec_set = _spec_set(library)
     if not spec_set["matches"]:
-        sys.stderr.write(f"taso-gen: warning: {args.file} was made from spec set "
-                         f"{spec_set['file']}, the loaded specs are {spec_set['loaded']}\n")
+        made_from = f"spec set {spec_set['file']}" if spec_set["file"] else "no recorded spec set"
+        sys.stderr.write(f"taso-gen: warning: {args.file} was made from {made_from}, "
+                         f"the loaded specs are {spec_set['loaded']}\n")
     checks = [verify_rule(r, rlimit=args.rlimit) for r in library.rules]
     if args.json:
         print(checks_json(checks, spec_set=spec_set))
