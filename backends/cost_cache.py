@@ -15,11 +15,17 @@ are regular files we own: a symlink is never followed. Any other failure (a fold
 cannot be made, `TASO_CACHE_DIR=/dev/null`, a read-only database, a rebuild that fails)
 switches the instance to an in-memory store for the rest of its life, with one
 TasoWarning (a RuntimeWarning) per path per process; `CostCache.persistent` tells which store is used.
+
+`memory_only()` (`taso optimize --no-cache`): every `CostCache` made inside the block
+shares one in-memory store that lives as long as the block, and nothing is read from or
+written to disk. `cache_info` and `remove_cache` back `taso cache info|clear`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import enum
 import os
 import sqlite3
 import stat
@@ -49,6 +55,13 @@ _WARNED_PATHS: set[Path] = set()
 _FALLBACK_LOCK = threading.Lock()
 
 T = TypeVar("T")
+
+
+class CacheMode(enum.Enum):
+    """Where a call's costs live."""
+
+    PERSISTENT = "persistent"  # the SQLite database in the cache directory
+    MEMORY = "memory"  # in memory for one call (`memory_only`): nothing read or written on disk
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS costs (
@@ -152,9 +165,33 @@ class _SqliteStore:
 
 @dataclass
 class _Fallback:
-    """Mutable state of a frozen `CostCache`: the memory store once the database failed."""
+    """Mutable state of a frozen `CostCache`: the memory store once the database failed
+    (or from the start, inside `memory_only`)."""
 
     memory: _MemoryStore | None = None
+
+
+_CALL_MEMORY: contextvars.ContextVar[_MemoryStore | None] = contextvars.ContextVar("taso_cost_memory", default=None)
+
+
+@contextlib.contextmanager
+def memory_only() -> Iterator[None]:
+    """Inside the block every new `CostCache` keeps its costs in one shared memory store,
+    forgotten when the block ends; the database is neither read nor written."""
+    token = _CALL_MEMORY.set(_MemoryStore())
+    try:
+        yield
+    finally:
+        _CALL_MEMORY.reset(token)
+
+
+def active_mode() -> CacheMode:
+    """The mode a `CostCache` made now would start in."""
+    return CacheMode.PERSISTENT if _CALL_MEMORY.get() is None else CacheMode.MEMORY
+
+
+def _call_fallback() -> _Fallback:
+    return _Fallback(_CALL_MEMORY.get())
 
 
 @dataclass(frozen=True)
@@ -166,7 +203,7 @@ class CostCache:
     """
 
     directory: Path | str = field(default_factory=default_cache_dir)
-    _fallback: _Fallback = field(default_factory=_Fallback, init=False, repr=False, compare=False)
+    _fallback: _Fallback = field(default_factory=_call_fallback, init=False, repr=False, compare=False)
 
     @property
     def path(self) -> Path:
@@ -266,3 +303,43 @@ def _is_own_regular_file(path: Path) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid()
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """What `taso cache info` prints: the database's path, its files' total size and its
+    entry count (None, with `problem`, when the database cannot be read)."""
+
+    path: Path
+    exists: bool
+    size_bytes: int
+    entries: int | None
+    problem: str | None = None
+
+
+def _files(path: Path) -> list[Path]:
+    """The database and its journal and moved-aside files that exist."""
+    candidates = [path, *(path.with_name(path.name + s) for s in (*_JOURNAL_SUFFIXES, CORRUPT_SUFFIX))]
+    return [each for each in candidates if os.path.lexists(each)]
+
+
+def cache_info(directory: Path | str | None = None) -> CacheInfo:
+    """The cache in `directory` (default: `default_cache_dir()`), without creating it."""
+    path = Path(directory if directory is not None else default_cache_dir()) / DATABASE_NAME
+    size = sum(each.lstat().st_size for each in _files(path))
+    if not path.is_file():
+        return CacheInfo(path, False, size, 0)
+    try:
+        return CacheInfo(path, True, size, _SqliteStore(path).count())
+    except _STORE_ERRORS as error:
+        return CacheInfo(path, True, size, None, _reason(error))
+
+
+def remove_cache(directory: Path | str | None = None) -> list[Path]:
+    """Delete the database, its journal files and a moved-aside corrupt copy (a symlink
+    is removed, never followed); return what was removed."""
+    path = Path(directory if directory is not None else default_cache_dir()) / DATABASE_NAME
+    removed = _files(path)
+    for each in removed:
+        each.unlink()
+    return removed

@@ -56,6 +56,7 @@ class Verdict:
     speedup: float  # median paired speedup over all rounds
     spread: float  # p90 - p10 of the paired ratios B/A
     rounds: tuple[float, ...]  # speedup of each round
+    cached: bool = False  # read from the cost cache (an earlier call's), not measured now
 
 
 def pairs_for(per_run_ms: float, seconds: float = ROUND_SECONDS, minimum: int = MIN_PAIRS) -> int:
@@ -257,7 +258,7 @@ class Duel:
         if any(v is None for v in cached.values()):
             return None
         faster, original_ms, optimized_ms, spread = (float(cached[f]) for f in _VERDICT_FIELDS)  # type: ignore[arg-type]
-        return Verdict(bool(faster), original_ms, optimized_ms, original_ms / optimized_ms, spread, ())
+        return Verdict(bool(faster), original_ms, optimized_ms, original_ms / optimized_ms, spread, (), cached=True)
 
 
 # --- the sweep's judge ------------------------------------------------------------------
@@ -319,7 +320,7 @@ class MeasuredJudge:
         cache, keys = CostCache(), _verdict_keys(signature, _JUDGEMENT_FIELDS, self.device)
         faster, speedup = cache.get(keys["faster"]), cache.get(keys["speedup"])
         if faster is not None and speedup is not None:
-            return Judgement(speedup, bool(faster))
+            return Judgement(speedup, bool(faster), cached=True)
         judgement = self._measure(current, candidate, deadline)
         if judgement.complete:
             cache.put(keys["faster"], float(judgement.faster))

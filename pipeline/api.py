@@ -55,6 +55,7 @@ from taso.pipeline._decide import (
     decide_seconds,
 )
 from taso.pipeline._export import export
+from taso.pipeline._provenance import call_record
 from taso.pipeline._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, run_search
 from taso.pipeline.budget import Budget
 from taso.report import CheckStatus, Decision, Latency, Report, StopReason, SweepRecord
@@ -115,6 +116,7 @@ def optimize_onnx(
     No path written (output, its `.data` file, the report) may be a file the input references.
     """
     target = _validate_options(backend=backend, time_budget_s=time_budget_s, alpha=alpha)
+    given_rules = rules
     if isinstance(rules, str | os.PathLike):  # a bad rule file is refused before the model is loaded
         rules = resolve_rules(rules)
     budget = Budget.default() if time_budget_s is None else Budget.of(time_budget_s)
@@ -132,7 +134,7 @@ def optimize_onnx(
         return _optimize(
             model, output, target=target, time_budget_s=time_budget_s, alpha=alpha, check=check, rules=rules,
             profile=profile, say=say, note=note, notes=notes, base_dir=base_dir, report_path=report_path,
-            phases=phases, budget=budget,
+            phases=phases, budget=budget, given_rules=given_rules,
         )
 
 
@@ -159,14 +161,14 @@ def _optimize(
     model: str | os.PathLike[str] | onnx.ModelProto, output: str | os.PathLike[str] | None, *, target: _Target,
     time_budget_s: float | None, alpha: float, check: bool, rules: RulesArg, profile: ShapeProfile | None,
     say: Callable[[str], None], note: Callable[[str], None], notes: list[str], base_dir: str | os.PathLike[str] | None,
-    report_path: str | os.PathLike[str] | None, phases: _Phases, budget: Budget,
+    report_path: str | os.PathLike[str] | None, phases: _Phases, budget: Budget, given_rules: RulesArg,
 ) -> OptimizeResult:
     with phases.time("load"):
         loaded = load_model(model, base_dir=base_dir)
+        check_profile_names(loaded.model, profile)  # a --shape naming no input: said before the import
         out_path, report_out = _output_paths(loaded, output, report_path)
         graph = import_model(loaded.model, base_dir=loaded.base_dir)
         check_model(loaded.model, path=loaded.path)
-        check_profile_names(loaded.model, profile)  # a --shape naming no input: said before any search
     say(f"loaded: {len(graph.nodes)} nodes")
     reference = None
     if budget.seconds > 0 and (check or (target.spec.judges_sweeps and not _has_external_weights(graph))):
@@ -193,6 +195,9 @@ def _optimize(
         loaded, graph, original, candidate, outcome, reference, check=check, profile=profile, phases=phases, say=say, notes=notes,
         measured_costs=target.spec.pricing is Pricing.KERNELS, deadline=budget.decision_deadline(), device=target.device,
     )
+    record = call_record(model if isinstance(model, onnx.ModelProto) else loaded.path or loaded.model, given_rules,
+                         threads=target.runner.threads, budget=budget)
+    result = dataclasses.replace(result, report=dataclasses.replace(result.report, **record))  # type: ignore[arg-type]
     if out_path is not None:
         with phases.time("write"):
             save_model_atomic(result.model, out_path, base_dir=loaded.base_dir)
@@ -499,6 +504,7 @@ def _check_and_choose(
                 measured_original_ms=verdict.original_ms,
                 measured_optimized_ms=verdict.optimized_ms,
                 measured_spread=verdict.spread,
+                measured_cached=verdict.cached,
             )
             if not verdict.faster:
                 decision = Decision.NOT_FASTER
@@ -537,7 +543,8 @@ def _check_and_choose(
 def _sweep_record(step: SweepStep) -> SweepRecord:
     if step.skipped is not None:
         return SweepRecord(step.rule_id, step.rewrites, None, False, True, step.predicted_speedup, step.skipped.value)
-    return SweepRecord(step.rule_id, step.rewrites, step.speedup, step.accepted, step.complete, step.predicted_speedup)
+    return SweepRecord(step.rule_id, step.rewrites, step.speedup, step.accepted, step.complete, step.predicted_speedup,
+                       cached=step.cached)
 
 
 def _predicted_gain(outcome: SearchOutcome) -> float:

@@ -1,4 +1,4 @@
-"""The `taso` command line: `taso optimize IN.onnx -o OUT.onnx [...]`.
+"""The `taso` command line: `taso optimize IN.onnx -o OUT.onnx [...]`, `taso cache info|clear`.
 
 Exit codes: 0 success, 2 bad input or usage (one line on stderr, no traceback),
 1 internal error. Progress goes to stderr; the summary to stdout.
@@ -7,12 +7,15 @@ Exit codes: 0 success, 2 bad input or usage (one line on stderr, no traceback),
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from taso.backends.cost_cache import cache_info, memory_only, remove_cache
 from taso.errors import InputError, TasoError
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
@@ -56,8 +59,15 @@ def _parser() -> argparse.ArgumentParser:
         "--shape", action="append", default=[], metavar="NAME=DIMS",
         help="fill dynamic dims for checking/measuring: input=1x3x640x640 or symbol=4 (repeatable)",
     )
+    opt.add_argument("--no-cache", action="store_true", help="keep costs and measured verdicts in memory for this call "
+                     "only: the cost cache is neither read nor written (every measurement is made now)")
     opt.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     opt.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+    cache = commands.add_parser("cache", help="show or remove the cost cache ($TASO_CACHE_DIR)")
+    actions = cache.add_subparsers(dest="cache_command", metavar="action", parser_class=_Parser)
+    info = actions.add_parser("info", help="where the cost cache is, its size and entry count")
+    info.add_argument("--json", action="store_true", help="as JSON")
+    actions.add_parser("clear", help="remove the cost cache (the next optimize measures afresh)")
     return parser
 
 
@@ -87,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
-        code = _optimize(args)
+        code = _cache(args) if args.command == "cache" else _optimize(args)
         sys.stdout.flush()  # a reader that left is noticed here, not in the flush at exit
         return code
     except BrokenPipeError:  # `taso ... | head -1`: the reader left; so do we, quietly
@@ -134,13 +144,32 @@ def _on_sigterm(handler: object) -> object:
     return signal.signal(signal.SIGTERM, handler)  # type: ignore[arg-type]
 
 
+def _cache(args: argparse.Namespace) -> int:
+    """`taso cache info` (path, size, entries) or `taso cache clear` (remove the files)."""
+    if args.cache_command is None:
+        raise _UsageFailure("taso cache needs an action: info or clear")
+    if args.cache_command == "clear":
+        removed = remove_cache()
+        print("removed " + ", ".join(map(str, removed)) if removed else f"nothing to remove at {cache_info().path}")
+        return EXIT_OK
+    info = cache_info()
+    if args.json:
+        print(json.dumps({"path": str(info.path), "exists": info.exists, "size_bytes": info.size_bytes,
+                          "entries": info.entries, "problem": info.problem}, indent=2))
+        return EXIT_OK
+    print(f"path: {info.path}" + ("" if info.exists else " (not created yet)"))
+    print(f"size: {info.size_bytes} bytes")
+    print(f"entries: {info.entries}" if info.problem is None else f"entries: unreadable ({info.problem})")
+    return EXIT_OK
+
+
 def _optimize(args: argparse.Namespace) -> int:
     import warnings
 
     from taso.pipeline.api import optimize_onnx
 
     progress = None if args.quiet else (lambda msg: print(f"taso: {msg}", file=sys.stderr))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), memory_only() if args.no_cache else contextlib.nullcontext():
         warnings.simplefilter("ignore")
         result = optimize_onnx(
             args.input,

@@ -53,6 +53,8 @@ class Judgement:
     faster: bool
     complete: bool = True
     """False when the deadline cut the judgement short (it then says: not faster)."""
+    cached: bool = False
+    """True when the verdict was read from a cache rather than measured now."""
 
 
 class Judge(Protocol):
@@ -85,6 +87,8 @@ class SweepStep:
     measured decision (which times it against the original in two full rounds) to settle."""
     predicted_speedup: float = 1.0
     skipped: Skipped | None = None
+    cached: bool = False
+    """The judge's verdict came from its cache (every judgement of it, when confirmed)."""
 
 
 @dataclass(frozen=True)
@@ -167,7 +171,7 @@ def sweep(
             judged.add(candidate.rule_id)
             judge_s = max(judge_s, time.perf_counter() - asked)
             steps.append(SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta, verdict.speedup,
-                                   verdict.faster, predicted_speedup=predicted))
+                                   verdict.faster, predicted_speedup=predicted, cached=verdict.cached))
             if on_step is not None:
                 on_step(steps[-1])
             if verdict.faster and verdict.speedup > best:
@@ -207,7 +211,7 @@ def _confirmed(judge: Judge, current: Graph, candidate: Graph, verdict: Judgemen
     if not again.complete:
         return Judgement(verdict.speedup, False, complete=False)
     combined = math.sqrt(verdict.speedup / again.speedup) if again.speedup > 0 else verdict.speedup
-    return Judgement(combined, 0.0 < again.speedup < 1.0)
+    return Judgement(combined, 0.0 < again.speedup < 1.0, cached=verdict.cached and again.cached)
 
 
 def _size_ratio(prior_base: float, predicted_delta: float) -> float:

@@ -14,7 +14,14 @@ from taso.errors import (
     UsageError,
     VerificationError,
 )
-from taso.pipeline import OptimizeResult, optimize_onnx
+
+try:
+    from taso.pipeline import OptimizeResult, optimize_onnx
+except ModuleNotFoundError as missing:  # ONNX Runtime comes from an extra (pyproject.toml says why)
+    if missing.name != "onnxruntime":
+        raise
+    raise ImportError("taso-onnx needs ONNX Runtime: pip install 'taso-onnx[cpu]' "
+                      "(or 'taso-onnx[gpu]' for the CUDA backend)") from None
 from taso.report import CheckStatus, Decision, Latency, Report, StopReason
 
 __all__ = [

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import enum
 import json
+import platform
 from dataclasses import asdict, dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 
 
 class StopReason(enum.Enum):
@@ -47,13 +49,26 @@ class CheckStatus(enum.Enum):
 
 @dataclass(frozen=True)
 class Latency:
-    """Latencies in milliseconds; None where not measured or not predicted."""
+    """Latencies in milliseconds; None where not measured or not predicted.
+
+    `predicted_*` are the search's cost model's prices (for ort-cpu, the sum of the times
+    of the kernels ORT compiles the graph to, each profiled once on this machine and then
+    read from the cost cache: a price is a lookup by design once its kernels are known).
+    `measured_*` are the medians of the final decision's interleaved runs."""
 
     predicted_original_ms: float | None = None
     predicted_optimized_ms: float | None = None
     measured_original_ms: float | None = None
     measured_optimized_ms: float | None = None
     measured_spread: float | None = None
+    """How noisy the measurement was: the p90 minus the p10 of the per-pair ratios
+    optimized/original over the decision's rounds (0.05: the middle 80% of the pairs'
+    ratios lie within 5 points of each other). None where nothing was measured."""
+    measured_cached: bool | None = None
+    """True when the measured latencies, spread and verdict were read from the cost cache
+    (an earlier call measured the same pair of graphs at the same input shapes on this
+    device and ONNX Runtime version) instead of measured in this call; None where nothing
+    was measured. `taso optimize --no-cache` always measures."""
 
     @property
     def speedup(self) -> float | None:
@@ -76,6 +91,9 @@ class SweepRecord:
     measured decision to settle."""
     predicted_speedup: float | None = None
     not_judged: str | None = None
+    cached: bool | None = None
+    """True when `measured_speedup` and the verdict were read from the cost cache (judged by
+    an earlier call on this device) rather than measured in this call; None: not judged."""
 
     def describe(self) -> str:
         """One line: the rule, its matches, and the verdict (or why it was not judged)."""
@@ -135,6 +153,74 @@ class Unwritten:
 
 
 @dataclass(frozen=True)
+class RuleFile:
+    """A rule file the search read: its path (the shipped library's: its file name) and
+    the sha256 of its bytes."""
+
+    name: str
+    sha256: str
+
+
+class RuleSource(enum.Enum):
+    """Where the rules came from."""
+
+    SHIPPED = "shipped"  # the library in the package
+    FILE = "file"  # a rule file the caller named
+    GIVEN = "given"  # Rule objects or a RuleLibrary passed from Python
+
+
+@dataclass(frozen=True)
+class RuleLibraryUsed:
+    """The rules the call searched with: their source, the operator-spec hash the library
+    was proved against (its provenance's `spec_set_hash`; None if it records none) and
+    the files read."""
+
+    source: RuleSource
+    spec_set_hash: str | None
+    files: tuple[RuleFile, ...] = ()
+
+
+@dataclass(frozen=True)
+class BudgetUsed:
+    """The call's time budget in seconds, after a default was scaled to the model, and
+    whether it was defaulted (no `time_budget_s` / `--time-budget` given)."""
+
+    seconds: float
+    defaulted: bool
+
+
+@dataclass(frozen=True)
+class CostCacheUsed:
+    """Which cost cache the call used: `persistent` (the SQLite database at `path`) or
+    `memory` (`--no-cache`: nothing read from or written to disk; `path` None)."""
+
+    mode: str
+    path: str | None
+
+
+def package_versions() -> dict[str, str]:
+    """The versions a result depends on: taso, onnx, onnxruntime (or onnxruntime-gpu),
+    z3-solver, numpy and Python ("not installed" for a missing package)."""
+    return {
+        "taso": _version("taso-onnx"),
+        "onnx": _version("onnx"),
+        "onnxruntime": _version("onnxruntime", "onnxruntime-gpu"),
+        "z3-solver": _version("z3-solver"),
+        "numpy": _version("numpy"),
+        "python": platform.python_version(),
+    }
+
+
+def _version(*distributions: str) -> str:
+    for distribution in distributions:
+        try:
+            return version(distribution)
+        except PackageNotFoundError:
+            continue
+    return "not installed"
+
+
+@dataclass(frozen=True)
 class Report:
     input_nodes: int
     output_nodes: int
@@ -158,9 +244,22 @@ class Report:
     """The shape profile every input was run at (empty when it could not be resolved)."""
     unwritten: tuple[Unwritten, ...] = field(default=())
     """Rules that matched where their target could not be written, with why."""
+    versions: dict[str, str] = field(default_factory=dict)
+    """`package_versions()` of the process that made the report."""
+    rule_library: RuleLibraryUsed | None = None
+    input_sha256: str | None = None
+    """sha256 of the model file's bytes (its external data files are not included), or of
+    the deterministic serialization of a ModelProto given in memory."""
+    threads: int | None = None
+    """ONNX Runtime intra-op threads of every session the call ran (check, judge, decision)."""
+    budget: BudgetUsed | None = None
+    cost_cache: CostCacheUsed | None = None
 
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
+        if self.rule_library is not None:
+            data["rule_library"] = {**asdict(self.rule_library), "source": self.rule_library.source.value,
+                                    "files": [asdict(f) for f in self.rule_library.files]}
         data["latency"] = {**asdict(self.latency), "speedup": self.latency.speedup}
         data["check"] = self.check.value
         data["decision"] = self.decision.name.lower()

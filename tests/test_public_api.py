@@ -22,7 +22,7 @@ EXPECTED = {
 def test_public_names_are_pinned() -> None:
     assert set(taso.__all__) == EXPECTED
     public = {n for n in dir(taso) if not n.startswith("_")} - {
-        "api", "errors", "report", "ir", "cli", "backends", "opspecs", "substitutions", "search", "pipeline",
+        "api", "errors", "report", "ir", "cli", "backends", "opspecs", "substitutions", "search", "pipeline", "examples",
     }
     assert public == EXPECTED
 
