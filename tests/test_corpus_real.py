@@ -17,7 +17,7 @@ import onnxruntime as ort
 import pytest
 
 import taso
-from benchmarks.corpus import Manifest, cached_entries, default_cache_dir
+from benchmarks.corpus import Manifest, _verify, cached_entries, default_cache_dir
 
 pytestmark = [pytest.mark.slow, pytest.mark.ort]
 
@@ -35,18 +35,17 @@ def _session(model: str | bytes) -> ort.InferenceSession:
     return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
-def _feeds(manifest: Manifest) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(0)
-    return {
-        name: rng.standard_normal(shape).astype(np.float32)
-        for name, shape in manifest.input_shapes.items()
-    }
+def _feeds(manifest: Manifest, session: ort.InferenceSession) -> dict[str, np.ndarray]:
+    """The check's random inputs: integer ones (token ids, masks) in their recorded range."""
+    return _verify.random_feeds(session.get_inputs(), manifest.input_shapes,
+                                manifest.input_ranges)
 
 
 @pytest.mark.parametrize(("manifest", "path"), _CASES)
 def test_cached_model_round_trips(manifest: Manifest, path: Path, tmp_path: Path) -> None:
     original = onnx.load(str(path), load_external_data=False)
-    expected = _session(str(path)).run(None, _feeds(manifest))
+    original_session = _session(str(path))
+    expected = original_session.run(None, _feeds(manifest, original_session))
 
     written = tmp_path / "model.onnx"  # a file, so external data (dynamo export) comes along
     taso.optimize_onnx(path, written, time_budget_s=0)
@@ -54,6 +53,7 @@ def test_cached_model_round_trips(manifest: Manifest, path: Path, tmp_path: Path
     ops = Counter(node.op_type for node in original.graph.node)
     round_tripped = onnx.load(str(written), load_external_data=False)
     assert Counter(node.op_type for node in round_tripped.graph.node) == ops
-    actual = _session(str(written)).run(None, _feeds(manifest))
+    written_session = _session(str(written))
+    actual = written_session.run(None, _feeds(manifest, written_session))
     for want, got in zip(expected, actual, strict=True):
         np.testing.assert_array_equal(got, want)

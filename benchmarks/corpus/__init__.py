@@ -5,8 +5,9 @@
 
 Published architectures with random weights, their BatchNorm statistics re-estimated on
 random inputs so that outputs are not degenerate (`_calibrate.py`), are converted by
-paddle2onnx, tf2onnx, torch.onnx (both exporters) and onnxruntime quantization, each at
-its default opset (`_registry.py` lists the entries). Nothing is downloaded and nothing is committed: the
+paddle2onnx, tf2onnx, torch.onnx (both exporters; networks from torchvision, timm and
+transformers), ultralytics' exporter and onnxruntime quantization (dynamic and QDQ), each
+at its default opset (`_registry.py` lists the entries). Nothing is downloaded and nothing is committed: the
 cache is `$TASO_CORPUS_DIR` or the user cache folder (`_cache.default_cache_dir`).
 An entry whose converter is missing is skipped with a one-line reason.
 

@@ -8,8 +8,8 @@ For each entry:
    `model.onnx` into a staging folder, exactly as the converter produced it;
 4. if ONNX Runtime refuses the IR version the converter wrote, only `ir_version` is
    lowered, to the highest one ORT loads (the manifest keeps both numbers);
-5. the manifest (versions, weights, opset and IR written, shapes, build time) is written and the
-   staging folder replaces the cached entry.
+5. the manifest (versions, weights, opset and IR written, shapes and integer ranges,
+   build time) is written and the staging folder replaces the cached entry.
 """
 
 from __future__ import annotations
@@ -144,6 +144,7 @@ def _convert(entry: Entry, cache: Path, versions: dict[str, str]) -> BuildResult
             source=entry.source,
             build_seconds=round(seconds, 2),
             weights=FAMILIES[entry.family].weights,
+            input_ranges={name: list(bounds) for name, bounds in entry.ranges},
         )
         _cache.write_manifest(folder, manifest)
     lowered = f", IR lowered {ir_written}->{ir_version}" if manifest.ir_lowered else ""

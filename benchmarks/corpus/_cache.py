@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import platformdirs
@@ -34,7 +34,9 @@ def default_cache_dir() -> Path:
 @dataclass(frozen=True)
 class Manifest:
     """How one cached model was made; written next to it as JSON. `weights` says how its
-    random weights were made (empty in manifests written before it was recorded)."""
+    random weights were made (empty in manifests written before it was recorded);
+    `input_ranges` gives each integer input the range [low, high) its values are drawn
+    from (token ids, masks; every other input is float, standard normal)."""
 
     name: str
     converter: str
@@ -46,6 +48,7 @@ class Manifest:
     source: str
     build_seconds: float
     weights: str = ""
+    input_ranges: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def ir_lowered(self) -> bool:

@@ -1,8 +1,8 @@
 """The corpus entries: which published architecture, which converter, which input shapes.
 
 Every entry is built by a real converter from an architecture with random weights (no
-pretrained download anywhere; BatchNorm statistics re-estimated on random inputs, as
-`FamilyInfo.weights` records), at that converter's default opset unless the entry names
+pretrained download anywhere; BatchNorm statistics re-estimated on random inputs and,
+for torch, constant-initialized parameters drawn, as `FamilyInfo.weights` records), at that converter's default opset unless the entry names
 one (the PP-OCRv4 entries ask for opset 11, as PaddleOCR's deployment docs convert). The
 opset and IR version actually written are recorded in the entry's manifest when it is built.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from benchmarks.corpus._calibrate import AFFINE_RECIPE, RECIPE
+from benchmarks.corpus._calibrate import AFFINE_RECIPE, CONSTANT_RECIPE, RECIPE
 
 
 class Family(enum.Enum):
@@ -22,8 +22,19 @@ class Family(enum.Enum):
     TORCH_DYNAMO = "torch.onnx (dynamo=True)"
     PADDLE2ONNX = "paddle2onnx"
     PADDLE2ONNX_1X = "paddle2onnx 1.x (paddlepaddle 2.6)"
+    ULTRALYTICS = "ultralytics export (torch.onnx TorchScript)"
     TF2ONNX = "tf2onnx"
     ORT_QUANT = "onnxruntime.quantization"
+
+
+class Zoo(enum.Enum):
+    """The library a torch entry's architecture comes from (its distribution name); the
+    torch builder makes the network with `benchmarks.corpus._<value>.network`, except
+    torchvision, which it calls itself."""
+
+    TORCHVISION = "torchvision"
+    TIMM = "timm"
+    TRANSFORMERS = "transformers"
 
 
 @dataclass(frozen=True)
@@ -45,15 +56,16 @@ class FamilyInfo:
 
 
 _PADDLE_WEIGHTS = f"{RECIPE}; {AFFINE_RECIPE}, before the statistics and before rep()"
+_TORCH_WEIGHTS = f"{RECIPE}; {CONSTANT_RECIPE}"
 
 
 FAMILIES: dict[Family, FamilyInfo] = {
     Family.TORCHSCRIPT: FamilyInfo(
-        "_torch", ("torch", "torchvision"), ("torch", "torchvision"), RECIPE
+        "_torch", ("torch", "torchvision"), ("torch", "torchvision"), _TORCH_WEIGHTS
     ),
     Family.TORCH_DYNAMO: FamilyInfo(
         "_torch", ("torch", "torchvision", "onnxscript"), ("torch", "torchvision", "onnxscript"),
-        RECIPE,
+        _TORCH_WEIGHTS,
     ),
     Family.PADDLE2ONNX: FamilyInfo(
         "_paddle", ("paddlepaddle", "paddle2onnx"), ("paddle", "paddle2onnx"), _PADDLE_WEIGHTS,
@@ -66,6 +78,11 @@ FAMILIES: dict[Family, FamilyInfo] = {
     Family.PADDLE2ONNX_1X: FamilyInfo(
         "_paddle", ("paddlepaddle", "paddle2onnx"), ("paddle", "paddle2onnx"), _PADDLE_WEIGHTS,
         ("paddle2onnx<2",),
+    ),
+    # ultralytics' own exporter (`YOLO.export(format="onnx")`): it fuses Conv+BN, puts the
+    # Detect head in export mode and calls torch.onnx (TorchScript) at its default opset.
+    Family.ULTRALYTICS: FamilyInfo(
+        "_ultralytics", ("torch", "ultralytics"), ("torch", "ultralytics"), _TORCH_WEIGHTS
     ),
     Family.TF2ONNX: FamilyInfo(
         "_tf", ("tensorflow-cpu", "tf2onnx"), ("tensorflow", "tf2onnx"), RECIPE
@@ -85,7 +102,11 @@ class Entry:
     graph input to its static shape; `requires` names packages (import name = distribution
     name) the architecture needs beyond its family's; `derived_from` names the entry a
     post-processing converter (quantization) reads; `opset` asks the converter for that
-    opset instead of its default (only the paddle builder reads it).
+    opset instead of its default (only the paddle builder reads it); `ranges` gives each
+    integer input (token ids, masks) the range [low, high) its int64 values are drawn from,
+    in calibration and in `check` (every other input is float32, standard normal); `zoo`
+    names the library a torch entry's network comes from; `outputs` names the graph
+    outputs where the exporter takes names (TorchScript; dynamo keeps its own).
     """
 
     name: str
@@ -96,13 +117,74 @@ class Entry:
     requires: tuple[str, ...] = ()
     derived_from: str | None = None
     opset: int | None = None
+    ranges: tuple[tuple[str, tuple[int, int]], ...] = ()
+    zoo: Zoo | None = None
+    outputs: tuple[str, ...] = ("output",)
 
     @property
     def input_shapes(self) -> dict[str, tuple[int, ...]]:
         return dict(self.inputs)
 
+    @property
+    def input_ranges(self) -> dict[str, tuple[int, int]]:
+        return dict(self.ranges)
+
 
 _IMAGE = (("input", (1, 3, 224, 224)),)
+_DYNAMO_IMAGE = (("x", (1, 3, 224, 224)),)  # the dynamo exporter names inputs after forward()'s
+
+
+def _tv(name: str, architecture: str, family: Family = Family.TORCHSCRIPT,
+        inputs: tuple[tuple[str, tuple[int, ...]], ...] = _IMAGE) -> Entry:
+    """A torchvision classifier, `torchvision.models.<architecture>(weights=None)`."""
+    return Entry(name, family, architecture, f"torchvision.models.{architecture}", inputs,
+                 zoo=Zoo.TORCHVISION)
+
+
+def _timm(name: str, architecture: str) -> Entry:
+    return Entry(name, Family.TORCHSCRIPT, architecture,
+                 f"timm.create_model('{architecture}', pretrained=False)", _IMAGE,
+                 requires=("timm",), zoo=Zoo.TIMM)
+
+
+BERT_VOCAB = 30522  # BertConfig's default vocab_size; the builder sets it from the id range
+_TOKENS = (("input_ids", (1, 128)), ("attention_mask", (1, 128)))
+_TOKEN_RANGES = (("input_ids", (0, BERT_VOCAB)), ("attention_mask", (1, 2)))  # no padding
+_HIDDEN = ("last_hidden_state", "pooler_output")
+
+
+def _bert(name: str, family: Family) -> Entry:
+    return Entry(
+        name, family, "bert",
+        "transformers BertModel(BertConfig(hidden_size=256, num_hidden_layers=4, "
+        "num_attention_heads=4, intermediate_size=1024)), called with keyword inputs",
+        _TOKENS, requires=("transformers",), ranges=_TOKEN_RANGES, zoo=Zoo.TRANSFORMERS,
+        outputs=_HIDDEN,
+    )
+
+
+_HUGGING_FACE = (
+    _bert("hf_bert_small", Family.TORCHSCRIPT),
+    Entry(
+        "hf_vit_tiny", Family.TORCHSCRIPT, "vit",
+        "transformers ViTModel(ViTConfig(hidden_size=192, num_hidden_layers=6, "
+        "num_attention_heads=3, intermediate_size=768, image_size=224, patch_size=16))",
+        (("pixel_values", (1, 3, 224, 224)),), requires=("transformers",),
+        zoo=Zoo.TRANSFORMERS, outputs=_HIDDEN,
+    ),
+    _bert("hf_bert_small_dynamo", Family.TORCH_DYNAMO),
+)
+
+
+def _qdq(source: str) -> Entry:
+    """`source` quantized to QDQ by quantize_static, calibrated on random inputs (`_quant`)."""
+    return Entry(
+        f"{source}_qdq", Family.ORT_QUANT, "quantize_static",
+        "onnxruntime.quantization.quantize_static (QuantFormat.QDQ, default settings "
+        f"otherwise; calibrated on random inputs) of {source}",
+        _IMAGE, derived_from=source,
+    )
+
 
 _V4_SOURCE = (
     "written in benchmarks/corpus/_ppocr_v4.py after the published PaddleOCR definition; "
@@ -135,31 +217,24 @@ _PPOCR_V4 = (
 )
 
 ENTRIES: tuple[Entry, ...] = (
-    Entry("tv_resnet18", Family.TORCHSCRIPT, "resnet18", "torchvision.models.resnet18", _IMAGE),
+    _tv("tv_resnet18", "resnet18"),
+    _tv("tv_mobilenet_v3_small", "mobilenet_v3_small"),
+    _tv("tv_resnext50_32x4d", "resnext50_32x4d"),
+    _tv("tv_squeezenet1_1", "squeezenet1_1"),
+    _tv("tv_resnet18_dynamo", "resnet18", Family.TORCH_DYNAMO, _DYNAMO_IMAGE),
+    _tv("tv_mobilenet_v3_small_dynamo", "mobilenet_v3_small", Family.TORCH_DYNAMO, _DYNAMO_IMAGE),
+    _timm("timm_convnext_atto", "convnext_atto"),
+    _timm("timm_efficientnet_b0", "efficientnet_b0"),
     Entry(
-        "tv_mobilenet_v3_small",
-        Family.TORCHSCRIPT,
-        "mobilenet_v3_small",
-        "torchvision.models.mobilenet_v3_small",
-        _IMAGE,
+        "yolov8n",
+        Family.ULTRALYTICS,
+        "yolov8n.yaml",
+        "ultralytics YOLO('yolov8n.yaml') (the model yaml; no .pt), exported by YOLO.export("
+        "format='onnx', simplify=False): Conv+BN fused, Detect head in export mode",
+        (("images", (1, 3, 640, 640)),),
+        outputs=("output0",),
     ),
-    Entry(
-        "tv_resnext50_32x4d",
-        Family.TORCHSCRIPT,
-        "resnext50_32x4d",
-        "torchvision.models.resnext50_32x4d",
-        _IMAGE,
-    ),
-    Entry(
-        "tv_squeezenet1_1", Family.TORCHSCRIPT, "squeezenet1_1", "torchvision.models.squeezenet1_1", _IMAGE
-    ),
-    Entry(
-        "tv_resnet18_dynamo",
-        Family.TORCH_DYNAMO,
-        "resnet18",
-        "torchvision.models.resnet18",
-        (("x", (1, 3, 224, 224)),),
-    ),
+    *_HUGGING_FACE,
     Entry(
         "pp_lcnet_x1_0",
         Family.PADDLE2ONNX,
@@ -223,6 +298,8 @@ ENTRIES: tuple[Entry, ...] = (
         _IMAGE,
         derived_from="tv_resnet18",
     ),
+    _qdq("tv_resnet18"),
+    _qdq("tv_mobilenet_v3_small"),
 )
 
 BY_NAME: dict[str, Entry] = {entry.name: entry for entry in ENTRIES}

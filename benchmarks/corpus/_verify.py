@@ -1,7 +1,9 @@
 """Check every cached model and print the corpus table.
 
 A model passes when `onnx.checker.check_model(path, full_check=True)` accepts it and
-ONNX Runtime (CPU, 2 intra-op threads) runs it on random inputs of its recorded shapes.
+ONNX Runtime (CPU, 2 intra-op threads) runs it on random inputs of its recorded shapes
+(integer inputs drawn from their recorded ranges: token ids below the vocabulary size,
+attention masks of ones).
 
 It is flagged degenerate (a warning, not a failure) when, on those standard normal
 inputs, a float output of at least `MIN_JUDGED` elements has more than `SATURATED_SHARE`
@@ -103,14 +105,23 @@ def _size_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in files) / 1e6
 
 
-def _random_inputs(session: ort.InferenceSession, shapes: dict[str, list[int]]) -> dict:
+def random_feeds(
+    inputs: list[ort.NodeArg], shapes: dict[str, list[int]], ranges: dict[str, list[int]]
+) -> dict[str, np.ndarray]:
+    """One array per model input (seed 0): at its recorded shape (else its static dims,
+    dynamic ones 1), uniform in [low, high) for an input with a recorded range (token
+    ids, masks), standard normal otherwise, in the input's element type."""
     rng = np.random.default_rng(0)
     feeds = {}
-    for meta in session.get_inputs():
+    for meta in inputs:
         recorded = shapes.get(meta.name)
         shape = recorded or [d if isinstance(d, int) else 1 for d in meta.shape]
         dtype = _NUMPY_TYPES[meta.type]
-        feeds[meta.name] = rng.standard_normal(shape).astype(dtype)
+        bounds = ranges.get(meta.name)
+        if bounds is None:
+            feeds[meta.name] = rng.standard_normal(shape).astype(dtype)
+        else:
+            feeds[meta.name] = rng.integers(bounds[0], bounds[1], shape).astype(dtype)
     return feeds
 
 
@@ -122,11 +133,13 @@ def _session(path: Path) -> ort.InferenceSession:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def run_ort(path: Path, shapes: dict[str, list[int]]) -> tuple[float, tuple[OutputStats, ...]]:
-    """Median latency in ms of one ORT CPU run at `THREADS` intra-op threads, and the
-    stats of the float outputs of the first run."""
+def run_ort(
+    path: Path, shapes: dict[str, list[int]], ranges: dict[str, list[int]] | None = None
+) -> tuple[float, tuple[OutputStats, ...]]:
+    """Median latency in ms of one ORT CPU run at `THREADS` intra-op threads on
+    `random_feeds`, and the stats of the float outputs of the first run."""
     session = _session(path)
-    feeds = _random_inputs(session, shapes)
+    feeds = random_feeds(session.get_inputs(), shapes, ranges or {})
     names = [meta.name for meta in session.get_outputs()]
     first = session.run(None, feeds)
     found = (output_stats(name, value) for name, value in zip(names, first, strict=True))
@@ -149,7 +162,7 @@ def check(manifest: Manifest, path: Path) -> Row:
     ms, problem, outputs = None, None, ()
     try:
         onnx.checker.check_model(str(path), full_check=True)
-        ms, outputs = run_ort(path, manifest.input_shapes)
+        ms, outputs = run_ort(path, manifest.input_shapes, manifest.input_ranges)
     except Exception as error:  # checker and ORT raise several unrelated types
         problem = f"{type(error).__name__}: {str(error).strip().splitlines()[0][:160]}"
     opset = manifest.opset.get("ai.onnx", manifest.opset.get("", 0))
