@@ -4,6 +4,8 @@ The public API is what this module exports (pinned by tests/test_public_api.py);
 everything else is private even where its name has no underscore.
 """
 
+from importlib.util import find_spec as _find_spec
+
 from taso.errors import (
     BackendError,
     InputError,
@@ -15,14 +17,20 @@ from taso.errors import (
     VerificationError,
 )
 
-try:
-    from taso.pipeline import OptimizeResult, optimize_onnx
-except ModuleNotFoundError as missing:  # ONNX Runtime comes from an extra (pyproject.toml says why)
-    if missing.name != "onnxruntime":
-        raise
+
+def _has_onnxruntime() -> bool:
+    try:
+        return _find_spec("onnxruntime") is not None
+    except (ValueError, AttributeError):  # sys.modules holds None or a module without a spec
+        return False
+
+
+if not _has_onnxruntime():  # it comes from an extra (pyproject.toml says why)
     raise ImportError("taso-onnx needs ONNX Runtime: pip install 'taso-onnx[cpu]' "
-                      "(or 'taso-onnx[gpu]' for the CUDA backend)") from None
-from taso.report import CheckStatus, Decision, Latency, Report, StopReason
+                      "(or 'taso-onnx[gpu]' for the CUDA backend)")
+
+from taso.pipeline import OptimizeResult, optimize_onnx  # noqa: E402
+from taso.report import CheckStatus, Decision, Latency, Report, StopReason  # noqa: E402
 
 __all__ = [
     "BackendError",

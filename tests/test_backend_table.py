@@ -44,6 +44,7 @@ MARKED = (("CPUExecutionProvider", {"arena_extend_strategy": "kSameAsRequested"}
 class StandInRunner:
     providers: tuple = MARKED
     device: str = "stand-in:0"
+    threads: int = 2
 
 
 def test_every_name_has_one_row() -> None:

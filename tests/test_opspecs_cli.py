@@ -38,7 +38,12 @@ def test_check_axioms_text_subset(capsys: pytest.CaptureFixture[str]) -> None:
     assert "2 axioms, 0 failed" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv", [[], ["frobnicate"], ["ops", "--bogus"], ["check-axioms", "--seed", "x"]])
+def test_bare_taso_gen_prints_its_help_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "usage: taso-gen" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["frobnicate"], ["ops", "--bogus"], ["check-axioms", "--seed", "x"]])
 def test_bad_usage_is_one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err
