@@ -8,7 +8,13 @@ differently):
 1. **Identity nodes are bypassed.** paddle2onnx writes one after most ops; each would stand
    between a pattern's nodes (a Mul, then an Identity, then the Add of a scale-and-shift).
    An Identity whose output is a graph output or is read inside a subgraph stays.
-2. **One-element constants are scalars.** A constant operand of Add, Sub, Mul or Div with one
+2. **Reshapes back to where they started are bypassed.** A Reshape, Squeeze, Unsqueeze or
+   Flatten whose (static) output shape equals that of a value earlier in its chain of such
+   ops reads that value instead: each only re-labels the same row-major elements, so the
+   chain is the identity (tf2onnx writes SE blocks as GlobalAveragePool, Squeeze, Reshape
+   back to (N, C, 1, 1); ORT runs each as a copy and leaves its NCHWc layout around them).
+   Nodes left unread by a bypass (the chain, its shape constants) are removed.
+3. **One-element constants are scalars.** A constant operand of Add, Sub, Mul or Div with one
    element, of rank no higher than the other operand's, is written with shape ``()``: its
    broadcast leaves the output's shape and every value unchanged (the side condition is
    checked on the types: the other operand's rank is known and at least the constant's).
@@ -48,6 +54,7 @@ def canonicalize(graph: Graph) -> Canonical:
     """`graph` in the normal form the rules are written against (see the module docstring)."""
     counts: Counter[str] = Counter()
     graph = _bypass_identities(graph, counts)
+    graph = _bypass_round_trip_reshapes(graph, counts)
     graph = _scalar_constants(graph, counts)
     return Canonical(graph, dict(counts))
 
@@ -96,7 +103,76 @@ def _renamed_inputs(node: Node, renames: Mapping[str, str]) -> Node:
     return replace(node, inputs=inputs, proto=proto)
 
 
-# ----- 2. one-element constants ---------------------------------------------------------------
+# ----- 2. reshape chains that end where they began ------------------------------------------
+_RESHAPES = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Flatten"})
+_PURE = _RESHAPES | {"Constant", "Identity"}
+
+
+def _bypass_round_trip_reshapes(graph: Graph, counts: Counter[str]) -> Graph:
+    captured = {name for node in graph.nodes.values() for name in node.captures}
+    renames: dict[str, str] = {}
+    for node in graph.nodes.values():
+        if node.op_type not in _RESHAPES or node.domain not in _STANDARD or len(node.outputs) != 1:
+            continue
+        out = node.outputs[0]
+        if out in graph.outputs or out in captured:
+            continue
+        start = _chain_start_of_same_shape(graph, node)
+        if start is not None:
+            renames[out] = start
+    if not renames:
+        return graph
+    counts["reshape chain back to its input's shape bypassed"] += len(renames)
+    removed = [graph.producers[name][0] for name in renames]
+    graph = _rewire(graph, removed, renames)
+    return graph.rewrite(remove=_unread_pure_nodes(graph))
+
+
+def _static_shape(graph: Graph, name: str) -> tuple[int, ...] | None:
+    tensor_type = graph.types.get(name)
+    return tensor_type.shape if tensor_type is not None and tensor_type.is_static else None  # type: ignore[return-value]
+
+
+def _chain_start_of_same_shape(graph: Graph, node: Node) -> str | None:
+    """The earliest value up `node`'s chain of reshape-like ops with `node`'s output shape."""
+    shape = _static_shape(graph, node.outputs[0])
+    if shape is None:
+        return None
+    found, current = None, node
+    while current.inputs and current.inputs[0]:
+        value = current.inputs[0]
+        if _static_shape(graph, value) == shape:
+            found = value
+        producer = graph.producers.get(value)
+        if producer is None:
+            break
+        current = graph.nodes[producer[0]]
+        if current.op_type not in _RESHAPES or current.domain not in _STANDARD:
+            break
+    return found
+
+
+def _unread_pure_nodes(graph: Graph) -> list[int]:
+    """Reshape-like and Constant nodes that nothing reads any more (transitively)."""
+    captured = {name for node in graph.nodes.values() for name in node.captures}
+    removed: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        readers: Counter[str] = Counter()
+        for node_id, node in graph.nodes.items():
+            if node_id not in removed:
+                readers.update(name for name in node.inputs if name)
+        for node_id, node in graph.nodes.items():
+            if node_id in removed or node.op_type not in _PURE or node.domain not in _STANDARD:
+                continue
+            if not any(readers[o] or o in graph.outputs or o in captured for o in node.outputs):
+                removed.add(node_id)
+                changed = True
+    return sorted(removed)
+
+
+# ----- 3. one-element constants ---------------------------------------------------------------
 def _scalar_constants(graph: Graph, counts: Counter[str]) -> Graph:
     constness = Constness(graph)
     scalars: dict[str, Initializer] = {}

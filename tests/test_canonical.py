@@ -249,3 +249,68 @@ def test_the_canonical_form_computes_the_same_bits(recipe: Recipe) -> None:
         [d if isinstance(d, int) else 2 for d in graph.types[name].shape]).astype(np.float32) for name in graph.inputs}
     for got, want in zip(run_on_ort(export(canonical), feeds), run_on_ort(export(graph), feeds), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def _se_squeeze_reshape(target: tuple[int, ...]):
+    """tf2onnx's SE squeeze: GlobalAveragePool -> Squeeze -> Reshape -> 1x1 Conv."""
+    nodes = [h.make_node("GlobalAveragePool", ["x"], ["g"]),
+             h.make_node("Squeeze", ["g", "axes"], ["s"]),
+             h.make_node("Reshape", ["s", "shape"], ["r"]),
+             h.make_node("Conv", ["r", "w"], ["y"])]
+    inits = [nh.from_array(np.array([2, 3], dtype=np.int64), "axes"),
+             nh.from_array(np.array(target, dtype=np.int64), "shape"), weight("w", (4, 8, 1, 1))]
+    return make_graph(nodes, {"x": (1, 8, 5, 5)}, ["y"], inits)
+
+
+def test_a_reshape_chain_back_to_its_input_shape_is_bypassed():
+    graph = _se_squeeze_reshape((1, 8, 1, 1))
+    canonical = canonicalize(graph)
+    assert _ops(export(canonical.graph)) == ["Conv", "GlobalAveragePool"]
+    assert canonical.counts == {"reshape chain back to its input's shape bypassed": 1}
+    assert_same_outputs(graph, canonical.graph, rtol=0)
+
+
+def test_a_reshape_chain_to_another_shape_stays():
+    nodes = [h.make_node("Squeeze", ["x", "axes"], ["s"]), h.make_node("Reshape", ["s", "shape"], ["y"])]
+    inits = [nh.from_array(np.array([2, 3], dtype=np.int64), "axes"),
+             nh.from_array(np.array([2, 4, 1, 1], dtype=np.int64), "shape")]
+    graph = make_graph(nodes, {"x": (1, 8, 1, 1)}, ["y"], inits)
+    assert canonicalize(graph).counts == {}
+
+
+def _pad_then_conv(pads: list[int], *, bias: bool):
+    conv_inputs = ["p", "w", "b"] if bias else ["p", "w"]
+    nodes = [h.make_node("Pad", ["x", "pads"], ["p"]), h.make_node("Conv", conv_inputs, ["y"], strides=[2, 2])]
+    inits = [nh.from_array(np.array(pads, dtype=np.int64), "pads"), weight("w", (4, 8, 3, 3)), weight("b", (4,), 1)]
+    return make_graph(nodes, {"x": (1, 8, 7, 6)}, ["y"], inits if bias else inits[:2])
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_an_explicit_zero_pad_before_a_conv_becomes_its_padding(bias):
+    """tf2onnx writes SAME padding of strided convs as an asymmetric Pad before the Conv."""
+    graph = _pad_then_conv([0, 0, 0, 1, 0, 0, 1, 1], bias=bias)
+    rule = "ax-conv_pad_into_pads_bias" if bias else "ax-conv_pad_into_pads"
+    rewritten = _apply_everywhere(graph, rule)
+    (conv,) = export(rewritten).graph.node
+    assert [list(a.ints) for a in conv.attribute if a.name == "pads"] == [[0, 1, 1, 1]]
+    assert_same_outputs(graph, rewritten, rtol=0)
+
+
+def test_a_pad_of_the_channels_never_becomes_conv_padding():
+    graph = _pad_then_conv([0, 1, 1, 1, 0, 0, 1, 1], bias=False)
+    assert not find_matches(graph, RULES["ax-conv_pad_into_pads"])
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_a_per_channel_scale_and_shift_after_a_conv_fold_in_one_step(bias):
+    """BatchNorm as tf2onnx writes Keras' (conv, then Mul and Add of (1, C, 1, 1) constants)."""
+    conv_inputs = ["x", "w", "b"] if bias else ["x", "w"]
+    nodes = [h.make_node("Conv", conv_inputs, ["c"]), h.make_node("Mul", ["c", "k"], ["m"]),
+             h.make_node("Add", ["m", "t"], ["a"]), h.make_node("Sigmoid", ["a"], ["s"]),
+             h.make_node("Mul", ["a", "s"], ["y"])]
+    inits = [weight("w", (16, 8, 3, 3), 1), weight("k", (1, 16, 1, 1), 2), weight("t", (1, 16, 1, 1), 3),
+             weight("b", (16,), 4)]
+    graph = make_graph(nodes, {"x": (1, 8, 6, 6)}, ["y"], inits if bias else inits[:3])
+    rewritten = _apply_everywhere(graph, "cv-fold_mul_add_conv_bias" if bias else "cv-fold_mul_add_conv")
+    assert _ops(export(rewritten)) == ["Conv", "Mul", "Sigmoid"]
+    assert_same_outputs(graph, rewritten)

@@ -104,6 +104,48 @@ def regroup_rules(*, bias: bool = False) -> list[Rule]:
             for d in (False, True) for width in REGROUP_WIDTHS]
 
 
+def _pad_witness(bias: bool) -> list[dict]:
+    """Spatial zero pads, symmetric and not, into plain, strided, grouped and dilated convs."""
+    out = []
+    for x, w, padding, extra in (
+        ([1, 2, 3, 3], [2, 2, 3, 3], [0, 0, 1, 1, 0, 0, 1, 1], {}),
+        ([1, 2, 5, 4], [3, 2, 3, 3], [0, 0, 0, 1, 0, 0, 1, 1], {"strides": [2, 2]}),
+        ([1, 4, 4, 4], [4, 1, 3, 3], [0, 0, 2, 0, 0, 0, 1, 2], {"group": 4, "dilations": [1, 2]}),
+    ):
+        shapes = {"x": x, "w": w, **({"b": [w[0]]} if bias else {})}
+        bound = {"activation": "none", "auto_pad": "NOTSET", "dilations": [1, 1], "pads": [0, 0, 0, 0],
+                 "strides": [1, 1], "group": 1, "padding": padding, **extra}
+        out.append({"shapes": shapes, "bindings": bound, "positive": [], "values": {}})
+    return out
+
+
+def pad_into_conv_rule(*, bias: bool) -> Rule:
+    """conv(pad(x, zero spatial pads), w[, b]; pads 0) = conv(x, w[, b]; pads = the spatial pads):
+    the explicit Pad tf2onnx writes before a strided or SAME conv, as the conv's own padding."""
+    operands = ("w", "b") if bias else ("w",)
+    conv_vars = tuple(sorted([(k, ParamVar(k)) for k in _CONV_VARS] + [("group", ParamVar("group"))]))
+    spatial = "(padding[2], padding[3], padding[6], padding[7])"
+    target_params = tuple(sorted([(k, ParamVar(k)) for k in _CONV_VARS if k != "pads"]
+                                 + [("group", ParamVar("group")), ("pads", ParamExpr(spatial))]))
+    source = Pattern((PatternNode("n0", "Pad", ("x",), (("pads", ParamVar("padding")),)),
+                      PatternNode("n1", "Conv", ("n0", *operands), conv_vars)))
+    target = Pattern((PatternNode("n1", "Conv", ("x", *operands), target_params),))
+    constraints = ("rank('x') == 4", "len(padding) == 8", "padding[0] == padding[1] == padding[4] == padding[5] == 0",
+                   "tuple(pads) == (0, 0, 0, 0)", "auto_pad == 'NOTSET'")
+    provenance = (("axiom", "conv_pad_into_pads"), ("method", "axiom"),
+                  ("witness", json.dumps(_pad_witness(bias), sort_keys=True)))
+    return Rule(f"ax-conv_pad_into_pads{'_bias' if bias else ''}",
+                f"conv(pad(x, zero spatial pads q), w{', b' if bias else ''}; pads 0) = conv(x, w{', b' if bias else ''}; pads q)",
+                tuple(PatternInput(n) for n in ("x", *operands)), source, target, (("n1", "n1"),),
+                constraints, Exactness.EXACT,
+                Proof(ProofStatus.PROVED, "axiom", "", 0.0, ("conv_pad_into_pads",), 0),
+                tuple(sorted(provenance))).validate()
+
+
+def pad_into_conv_rules() -> list[Rule]:
+    return [guarded(pad_into_conv_rule(bias=b)) for b in (False, True)]
+
+
 def _activation_nodes(kind: str, value: str, prefix: str) -> tuple[list[PatternNode], str]:
     """Pattern nodes of `activation(value)` (see `taso.opspecs.axioms.conv.activation`)."""
     if kind == "relu":
@@ -159,6 +201,7 @@ def split_output_rules(*, bias: bool) -> list[Rule]:
 FAMILIES = {
     "conv_regroup": regroup_rules,
     "conv_regroup_bias": lambda: regroup_rules(bias=True),
+    "conv_pad_into_pads": pad_into_conv_rules,
     "conv_split_output": lambda: split_output_rules(bias=False),
     "conv_bias_split_output": lambda: split_output_rules(bias=True),
 }

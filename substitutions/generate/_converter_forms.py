@@ -106,6 +106,27 @@ def _fold(op: str, bias: bool) -> Axiom:
                  inputs, lhs, rhs, configs, positive=positive, exactness=Exactness.REASSOCIATES)
 
 
+def _fold_affine(bias: bool) -> Axiom:
+    """``conv(x, w[, b]) * c + d`` folded into the conv in one step (BatchNorm as Keras and
+    tf2onnx write it: a per-channel Mul then Add after the conv). Folding the Mul alone
+    leaves an Add that ORT runs apart from the conv where the two together do not."""
+    inputs = ("x", "w", "b", "c", "d") if bias else ("x", "w", "c", "d")
+
+    def lhs(a, v, p):  # noqa: ANN001, ANN202
+        return a("Add", a("Mul", a("Conv", *_conv_b(v, bias), **conv_params(p)), v["c"]), v["d"])
+
+    def rhs(a, v, p):  # noqa: ANN001, ANN202
+        shift = reshape_1d(a, v["d"])
+        new_bias = a("Add", a("Mul", v["b"], reshape_1d(a, v["c"])), shift) if bias else shift
+        return a("Conv", v["x"], a("Mul", v["w"], reshape_4d(a, v["c"])), new_bias, **conv_params(p))
+
+    configs = tuple(cfg({**c.shapes, "d": c.shapes["c"]}, **c.params)
+                    for c in (CHANNEL_CONFIGS + SCALAR_CONFIGS if bias else NOBIAS_CONFIGS))
+    return Axiom(f"fold_mul_add_conv{'_bias' if bias else ''}",
+                 f"conv(x, w{', b' if bias else ''}) * c + d folded into the conv", inputs, lhs, rhs, configs,
+                 exactness=Exactness.REASSOCIATES)
+
+
 def _affine_input(bias: bool) -> Axiom:
     """``conv(x * s + t, w[, b])`` for scalars s, t, unpadded: both folded in one step (the
     scale alone or the shift alone gains little where ORT runs the other as a separate pass)."""
@@ -134,6 +155,7 @@ CONVERTER_FORMS = (
                                           strict=True)),
     *(a for a in CONVERTER_AXIOMS if a.name.startswith(("conv_scale_input", "conv_shift_input"))),
     *(_affine_input(bias) for bias in (True, False)),
+    *(_fold_affine(bias) for bias in (True, False)),
     Axiom("hard_swish_mul_div6", "x * (clip(x + 3, 0, 6) / 6) = hardswish(x)", ("x",),
           lambda a, v, p: a("Mul", v["x"], _hard_sigmoid6(a, v["x"])),
           lambda a, v, p: a("HardSwish", v["x"]), UNARY),
@@ -158,6 +180,8 @@ FORM_CONSTRAINTS: dict[str, tuple[str, ...]] = {
     **{f.name: INPUT_SCALAR for f in CONVERTER_FORMS if f.name.startswith(("conv_scale_input", "conv_shift_input"))},
     **{f"conv_affine_input{suffix}": (*INPUT_SCALAR, "is_const('t')", "shape('t') == ()")
        for suffix in ("", "_nobias")},
+    "fold_mul_add_conv_bias": (*FOLD_OR_SCALAR, "is_const('d')", CHANNEL_OR_SCALAR.replace("'c'", "'d'")),
+    "fold_mul_add_conv": (*FOLD, "is_const('d')", CHANNEL.replace("'c'", "'d'")),
     "fold_bn_conv_bias": ("rank('x') == 4",),
     "fold_bn_conv": ("rank('x') == 4",),
     "matmul_add_to_gemm": GEMM,
