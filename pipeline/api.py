@@ -55,8 +55,10 @@ from taso.pipeline._decide import (
     decide_seconds,
 )
 from taso.pipeline._export import export
+from taso.pipeline._html import report_html as render_html
 from taso.pipeline._provenance import call_record
 from taso.pipeline._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, run_search
+from taso.pipeline._summary import model_bytes, op_counts
 from taso.pipeline.budget import Budget
 from taso.report import CheckStatus, Decision, Latency, Report, StopReason, SweepRecord
 from taso.search import CostModel, SearchProgress
@@ -99,6 +101,7 @@ def optimize_onnx(
     progress: Callable[[str], None] | None = None,
     base_dir: str | os.PathLike[str] | None = None,
     report_path: str | os.PathLike[str] | None = None,
+    report_html: str | os.PathLike[str] | None = None,
 ) -> OptimizeResult:
     """Optimize an ONNX model with verified rewrites; return the faster of it and the original.
 
@@ -112,7 +115,8 @@ def optimize_onnx(
     ("input=1x3x224x224,batch=1") or a mapping ({"input": (1, 3, 224, 224), "batch": 1}).
     `base_dir` is the folder of a ModelProto's external data (required when it has some;
     a model file's data is read from its own folder, never from anywhere else).
-    `report_path`, if given, receives the report as JSON, written after the model.
+    `report_path`, if given, receives the report as JSON, written after the model;
+    `report_html`, the report as one self-contained HTML page (`taso.pipeline._html`).
     No path written (output, its `.data` file, the report) may be a file the input references.
     """
     target = _validate_options(backend=backend, time_budget_s=time_budget_s, alpha=alpha)
@@ -134,7 +138,7 @@ def optimize_onnx(
         return _optimize(
             model, output, target=target, time_budget_s=time_budget_s, alpha=alpha, check=check, rules=rules,
             profile=profile, say=say, note=note, notes=notes, base_dir=base_dir, report_path=report_path,
-            phases=phases, budget=budget, given_rules=given_rules,
+            phases=phases, budget=budget, given_rules=given_rules, report_html=report_html,
         )
 
 
@@ -162,11 +166,12 @@ def _optimize(
     time_budget_s: float | None, alpha: float, check: bool, rules: RulesArg, profile: ShapeProfile | None,
     say: Callable[[str], None], note: Callable[[str], None], notes: list[str], base_dir: str | os.PathLike[str] | None,
     report_path: str | os.PathLike[str] | None, phases: _Phases, budget: Budget, given_rules: RulesArg,
+    report_html: str | os.PathLike[str] | None = None,
 ) -> OptimizeResult:
     with phases.time("load"):
         loaded = load_model(model, base_dir=base_dir)
         check_profile_names(loaded.model, profile)  # a --shape naming no input: said before the import
-        out_path, report_out = _output_paths(loaded, output, report_path)
+        out_path, (report_out, html_out) = _output_paths(loaded, output, report_path, report_html)
         graph = import_model(loaded.model, base_dir=loaded.base_dir)
         check_model(loaded.model, path=loaded.path)
     say(f"loaded: {len(graph.nodes)} nodes")
@@ -203,6 +208,8 @@ def _optimize(
             save_model_atomic(result.model, out_path, base_dir=loaded.base_dir)
     if report_out is not None:
         write_text_atomic(report_out, result.report.to_json() + "\n")
+    if html_out is not None:
+        write_text_atomic(html_out, render_html(result.report, resolve_rules(rules)))
     return result
 
 
@@ -223,16 +230,19 @@ def _legalize(outcome: SearchOutcome) -> SearchOutcome:
 
 
 def _output_paths(
-    loaded: LoadedModel, output: str | os.PathLike[str] | None, report: str | os.PathLike[str] | None
-) -> tuple[Path | None, Path | None]:
-    """Check, before any work, every path the call will write."""
+    loaded: LoadedModel, output: str | os.PathLike[str] | None, *reports: str | os.PathLike[str] | None,
+) -> tuple[Path | None, tuple[Path | None, ...]]:
+    """Check, before any work, every path the call will write (the model, then each report)."""
     out = None if output is None else check_output_path(output, input_path=loaded.path, protected=loaded.protected)
-    if report is None:
-        return out, None
     taken = loaded.protected
     if out is not None:
         taken = taken | {Path(os.path.realpath(out)), Path(os.path.realpath(data_file_of(out)))}
-    return out, check_output_path(report, input_path=loaded.path, protected=taken, what="report")
+    checked: list[Path | None] = []
+    for report in reports:
+        path = None if report is None else check_output_path(report, input_path=loaded.path, protected=taken, what="report")
+        taken = taken if path is None else taken | {Path(os.path.realpath(path))}
+        checked.append(path)
+    return out, tuple(checked)
 
 
 def _scaled(budget: Budget, reference: ReferenceRun | None, nodes: int, say: Callable[[str], None]) -> Budget:
@@ -536,15 +546,20 @@ def _check_and_choose(
         time_to_best_s=outcome.best_found_s,
         unwritten=outcome.unwritten,
         shapes=input_shapes(loaded.model, profile),
+        input_ops=op_counts(loaded.model),
+        output_ops=op_counts(chosen),
+        input_bytes=model_bytes(loaded.model),
+        output_bytes=model_bytes(chosen),
     )
     return OptimizeResult(model=chosen, report=report)
 
 
 def _sweep_record(step: SweepStep) -> SweepRecord:
     if step.skipped is not None:
-        return SweepRecord(step.rule_id, step.rewrites, None, False, True, step.predicted_speedup, step.skipped.value)
+        return SweepRecord(step.rule_id, step.rewrites, None, False, True, step.predicted_speedup, step.skipped.value,
+                           site=step.site)
     return SweepRecord(step.rule_id, step.rewrites, step.speedup, step.accepted, step.complete, step.predicted_speedup,
-                       cached=step.cached)
+                       cached=step.cached, site=step.site)
 
 
 def _predicted_gain(outcome: SearchOutcome) -> float:

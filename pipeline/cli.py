@@ -1,7 +1,9 @@
 """The `taso` command line: `taso optimize IN.onnx -o OUT.onnx [...]`, `taso cache info|clear`.
 
 Exit codes: 0 success, 2 bad input or usage (one line on stderr, no traceback),
-1 internal error. Progress goes to stderr; the summary to stdout.
+1 internal error. Progress and the closing summary go to stderr (`taso.pipeline._summary`:
+a live status line and rich tables in a terminal, plain lines in a log); stdout gets one
+`wrote PATH` line per file written. `-q`: warnings only on stderr.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from taso.backends.cost_cache import cache_info, memory_only, remove_cache
 from taso.errors import InputError, TasoError
+from taso.pipeline._summary import Output, Status, print_summary
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE = 0, 1, 2
 EXIT_SIGINT, EXIT_SIGTERM = 130, 143  # 128 + signal number, as shells report it
@@ -49,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("input", type=Path, help="input .onnx model (never modified)")
     opt.add_argument("-o", "--output", type=Path, required=True, help="where to write the result")
     opt.add_argument("--report", type=Path, help="also write the report as JSON here")
+    opt.add_argument("--report-html", type=Path, metavar="HTML", help="also write the report as one self-contained "
+                     "HTML page here: the summary, and each kept sweep's rule with one site drawn before and after")
     opt.add_argument("--backend", default="ort-cpu", choices=["ort-cpu", "ort-cuda", "analytical"], help=BACKEND_HELP)
     opt.add_argument("--time-budget", type=float, default=None, metavar="S", help="seconds for the whole optimization: load, search, check, measure (0: no search; "
                      "default: scaled to the model's latency and size, 10 to 180 s)")
@@ -61,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     opt.add_argument("--no-cache", action="store_true", help="keep costs and measured verdicts in memory for this call "
                      "only: the cost cache is neither read nor written (every measurement is made now)")
-    opt.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    opt.add_argument("-q", "--quiet", action="store_true", help="no progress and no summary on stderr (warnings only)")
     opt.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
     cache = commands.add_parser("cache", help="show or remove the cost cache ($TASO_CACHE_DIR)")
     actions = cache.add_subparsers(dest="cache_command", metavar="action", parser_class=_Parser)
@@ -168,28 +173,33 @@ def _optimize(args: argparse.Namespace) -> int:
 
     from taso.pipeline.api import optimize_onnx
 
-    progress = None if args.quiet else (lambda msg: print(f"taso: {msg}", file=sys.stderr))
-    with warnings.catch_warnings(), memory_only() if args.no_cache else contextlib.nullcontext():
-        warnings.simplefilter("ignore")
-        result = optimize_onnx(
-            args.input,
-            args.output,
-            backend=args.backend,
-            time_budget_s=args.time_budget,
-            alpha=args.alpha,
-            check=not args.no_check,
-            rules=args.rules,
-            shapes=",".join(args.shape) or None,
-            progress=progress,
-            report_path=args.report,
-        )
-    if args.quiet:  # progress said them as they happened; quiet or not, stderr hears them
+    output = Output.for_stream(sys.stderr, quiet=args.quiet)
+    status = Status(output, budget_s=args.time_budget)
+    try:
+        with warnings.catch_warnings(), memory_only() if args.no_cache else contextlib.nullcontext():
+            warnings.simplefilter("ignore")
+            result = optimize_onnx(
+                args.input,
+                args.output,
+                backend=args.backend,
+                time_budget_s=args.time_budget,
+                alpha=args.alpha,
+                check=not args.no_check,
+                rules=args.rules,
+                shapes=",".join(args.shape) or None,
+                progress=status,
+                report_path=args.report,
+                report_html=args.report_html,
+            )
+    finally:
+        status.close()
+    if output is Output.QUIET:  # otherwise said as they happened, and again in the summary
         for warning in result.report.warnings:
-            print(f"taso: warning: {warning}", file=sys.stderr)
-    print(result.report.summary())
-    print(f"wrote {args.output}")
-    if args.report is not None:
-        print(f"wrote {args.report}")
+            status.warn(warning)
+    print_summary(result.report, output, sys.stderr)
+    for written in (args.output, args.report, args.report_html):
+        if written is not None:
+            print(f"wrote {written}")
     return EXIT_OK
 
 

@@ -39,8 +39,8 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from taso.errors import InvalidModelError
-from taso.ir import Graph
-from taso.report import StopReason
+from taso.ir import INTERNAL_DOMAIN, Graph, Node
+from taso.report import SiteNode, StopReason, SweepSite
 from taso.search.cost import CostModel
 from taso.search.rewrite import Expand, Move, Rewrite, affected_nodes, dangling_values
 
@@ -89,6 +89,8 @@ class SweepStep:
     skipped: Skipped | None = None
     cached: bool = False
     """The judge's verdict came from its cache (every judgement of it, when confirmed)."""
+    site: SweepSite | None = None
+    """One of the sweep's matches: the nodes it replaced and those it wrote (for pictures)."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,7 @@ class _Sweep:
     rewrites: int
     predicted_delta: float
     size_ratio: float  # the prior's cost of the sweep over the current graph's, at least 1
+    site: SweepSite | None = None
 
 
 RuleExpand = Callable[[str], Expand]
@@ -152,7 +155,7 @@ def sweep(
                 predicted, skip = _screened(cost, base, min_predicted)
             if skip is not None:
                 steps.append(SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta, predicted,
-                                       False, predicted_speedup=predicted, skipped=skip))
+                                       False, predicted_speedup=predicted, skipped=skip, site=candidate.site))
                 if on_step is not None:
                     on_step(steps[-1])
                 continue
@@ -163,7 +166,8 @@ def sweep(
                 if verdict.faster and accepted is None and candidate.predicted_delta < 0:
                     accepted = candidate  # ahead when time ran out: the final decision settles it
                     steps.append(SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta,
-                                           verdict.speedup, True, complete=False, predicted_speedup=predicted))
+                                           verdict.speedup, True, complete=False, predicted_speedup=predicted,
+                                           site=candidate.site))
                     if on_step is not None:
                         on_step(steps[-1])
                 deadline = asked
@@ -171,7 +175,8 @@ def sweep(
             judged.add(candidate.rule_id)
             judge_s = max(judge_s, time.perf_counter() - asked)
             steps.append(SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta, verdict.speedup,
-                                   verdict.faster, predicted_speedup=predicted, cached=verdict.cached))
+                                   verdict.faster, predicted_speedup=predicted, cached=verdict.cached,
+                                   site=candidate.site))
             if on_step is not None:
                 on_step(steps[-1])
             if verdict.faster and verdict.speedup > best:
@@ -257,8 +262,20 @@ def _ordered(
         swept, count = apply_all(graph, found, expand_rule(rule_id) if expand_rule else None)
         if count:
             delta = prior.cost(swept) - base
-            sweeps.append(_Sweep(rule_id, swept, count, delta, _size_ratio(base, delta)))
+            sweeps.append(_Sweep(rule_id, swept, count, delta, _size_ratio(base, delta), site_of(graph, found[0])))
     return sorted(sweeps, key=lambda s: (s.predicted_delta > 0, s.predicted_delta, s.rule_id))
+
+
+def site_of(graph: Graph, rewrite: Rewrite) -> SweepSite:
+    """The nodes `rewrite` removed from `graph` and those it added, by node id."""
+    return SweepSite(
+        before=tuple(_site_node(graph.nodes[i]) for i in sorted(rewrite.removed)),
+        after=tuple(_site_node(rewrite.graph.nodes[i]) for i in sorted(rewrite.added)),
+    )
+
+
+def _site_node(node: Node) -> SiteNode:
+    return SiteNode(node.op_type, node.inputs, node.outputs, folded=node.domain == INTERNAL_DOMAIN)
 
 
 SETTLED_SPEEDUP = 1.05

@@ -1,7 +1,9 @@
 """The report of one optimization: what was done, what was measured, what was decided.
 
 `Report.to_json()` is the stable machine-readable form (the CLI's `--report`);
-`Report.summary()` is the human-readable text the CLI prints at the end.
+`Report.summary()` is the human-readable text the CLI prints at the end: a before/after
+table of the two models, the sweeps as rows, then one line each for the rest.
+`Report.layout()` gives the same tables as cells, for other renderers (rich, HTML).
 """
 
 from __future__ import annotations
@@ -78,6 +80,25 @@ class Latency:
 
 
 @dataclass(frozen=True)
+class SiteNode:
+    """One node of a matched site: its op, and the values it reads and writes.
+    `folded`: a weight transform that export folds into a constant."""
+
+    op: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    folded: bool = False
+
+
+@dataclass(frozen=True)
+class SweepSite:
+    """One match of a sweep's rule: the nodes it replaced (`before`) and wrote (`after`)."""
+
+    before: tuple[SiteNode, ...]
+    after: tuple[SiteNode, ...]
+
+
+@dataclass(frozen=True)
 class SweepRecord:
     """One rule sweep, every match of `rule_id` applied at once: judged end to end, or
     (`not_judged` says why) ruled out by the kernel cost model's prediction."""
@@ -94,6 +115,15 @@ class SweepRecord:
     cached: bool | None = None
     """True when `measured_speedup` and the verdict were read from the cost cache (judged by
     an earlier call on this device) rather than measured in this call; None: not judged."""
+    site: SweepSite | None = None
+    """One of the sweep's matches, as it was before and after the rewrite."""
+
+    def verdict(self) -> str:
+        """kept, not kept, or why it was not judged; and whether the verdict was cached."""
+        if self.not_judged is not None or self.measured_speedup is None:
+            return f"not judged: {self.not_judged}"
+        verdict = ("kept" if self.resolved else "ahead when time ran out, kept for the decision") if self.kept else "not kept"
+        return verdict + (" (from the cost cache)" if self.cached else "")
 
     def describe(self) -> str:
         """One line: the rule, its matches, and the verdict (or why it was not judged)."""
@@ -254,6 +284,15 @@ class Report:
     """ONNX Runtime intra-op threads of every session the call ran (check, judge, decision)."""
     budget: BudgetUsed | None = None
     cost_cache: CostCacheUsed | None = None
+    input_ops: dict[str, int] = field(default_factory=dict)
+    """Nodes of the input's main graph by op type."""
+    output_ops: dict[str, int] = field(default_factory=dict)
+    """Nodes of the returned model's main graph by op type."""
+    input_bytes: int | None = None
+    """The input model's size in bytes: its serialized proto, weights and external data
+    files included; None: not known."""
+    output_bytes: int | None = None
+    """The returned model's size, counted as `input_bytes` is."""
 
     def to_dict(self) -> dict[str, object]:
         data = asdict(self)
@@ -279,24 +318,86 @@ class Report:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     def summary(self) -> str:
+        """The tables as aligned plain text, then the notes (what a log file gets)."""
+        layout = self.layout()
+        sweeps = ["sweeps: none"] if not layout.sweeps else [
+            f"sweeps: {len(layout.sweeps) - 1}, in the order judged", *indented(aligned(layout.sweeps, NUMERIC_SWEEP_COLUMNS))]
+        return "\n".join([*aligned(layout.models, NUMERIC_MODEL_COLUMNS), "", *sweeps, "", *layout.notes])
+
+    def layout(self) -> SummaryLayout:
+        """The summary's tables as cells (a header row first) and its closing lines."""
+        sweeps = [(s.rule_id, str(s.rewrites), _x(s.predicted_speedup), _x(s.measured_speedup), s.verdict())
+                  for s in self.sweeps]
+        return SummaryLayout(
+            models=(("", "before", "after", "change"), *self._model_rows()),
+            sweeps=(SWEEP_HEADER, *sweeps) if sweeps else (),
+            notes=tuple(self._notes()),
+        )
+
+    def _model_rows(self) -> list[tuple[str, str, str, str]]:
         lat = self.latency
-        lines = [
-            f"nodes: {self.input_nodes} -> {self.output_nodes}",
+        rows = [("nodes", str(self.input_nodes), str(self.output_nodes), _change(self.input_nodes, self.output_nodes))]
+        if self.input_bytes is not None and self.output_bytes is not None:
+            rows.append(("size", _bytes(self.input_bytes), _bytes(self.output_bytes),
+                         _bytes(self.output_bytes - self.input_bytes, signed=True) if self.output_bytes != self.input_bytes else ""))
+        rows += [(f"  {op}", str(self.input_ops.get(op, 0)), str(self.output_ops.get(op, 0)),
+                  _change(self.input_ops.get(op, 0), self.output_ops.get(op, 0))) for op in shown_ops(self.input_ops, self.output_ops)]
+        speedup = "" if lat.speedup is None else f"{lat.speedup:.3f}x" + (" (from the cost cache)" if lat.measured_cached else "")
+        rows.append(("latency, measured", _ms(lat.measured_original_ms), _ms(lat.measured_optimized_ms), speedup))
+        rows.append(("latency, predicted", _ms(lat.predicted_original_ms), _ms(lat.predicted_optimized_ms),
+                     _x(_ratio(lat.predicted_original_ms, lat.predicted_optimized_ms), missing="")))
+        known = [v for v in self.max_abs_diff.values() if v is not None]
+        rows.append(("max abs diff", "", f"{max(known):.3g}" if known else "n/a", f"check {self.check.value}"))
+        return rows
+
+    def _notes(self) -> list[str]:
+        total = sum(self.phase_seconds.values())
+        return [
             *([shapes_line(self.shapes)] if self.shapes else []),
+            f"search: {self.stop_reason.value}, {self.graphs_explored} graphs explored"
+            + ("" if self.time_to_best_s is None else f", best found after {self.time_to_best_s:.1f} s")
+            + (f" (the call took {total:.1f} s)" if total else ""),
             "rewrites: " + (_counts(self.applied_rewrites) or "none")
             + (f" (tried, not kept: {_counts(self.rejected_rewrites)})" if self.rejected_rewrites else ""),
-            f"search: {self.stop_reason.value}, {self.graphs_explored} graphs explored"
-            + ("" if self.time_to_best_s is None else f", best found after {self.time_to_best_s:.1f} s"),
-            "sweeps: " + (", ".join(s.describe() for s in self.sweeps) or "none"),
             *([f"not written: {_unwritten(self.unwritten)}"] if self.unwritten else []),
-            f"predicted: {_ms(lat.predicted_original_ms)} -> {_ms(lat.predicted_optimized_ms)}",
-            f"measured:  {_ms(lat.measured_original_ms)} -> {_ms(lat.measured_optimized_ms)}"
-            + (f"  (speedup {lat.speedup:.3f}x)" if lat.speedup else ""),
-            f"check: {self.check.value}" + _diffs(self.max_abs_diff),
             f"result: {self.decision.value}",
+            *(f"warning: {w}" for w in self.warnings),
         ]
-        lines += [f"warning: {w}" for w in self.warnings]
-        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class SummaryLayout:
+    """The summary as cells: the before/after table of the models, the sweeps (empty when
+    there were none), each with its header row first; then one line each for the rest."""
+
+    models: tuple[tuple[str, ...], ...]
+    sweeps: tuple[tuple[str, ...], ...]
+    notes: tuple[str, ...]
+
+
+SWEEP_HEADER = ("rule", "sites", "predicted", "measured", "verdict")
+NUMERIC_MODEL_COLUMNS = frozenset({1, 2})
+NUMERIC_SWEEP_COLUMNS = frozenset({1, 2, 3})
+TOP_OPS = 8
+"""Op types the table always shows (the input's most frequent); every changed count is shown too."""
+
+
+def shown_ops(before: dict[str, int], after: dict[str, int]) -> list[str]:
+    """The input's `TOP_OPS` most frequent op types and every op whose count changed, most frequent first."""
+    ranked = sorted(before.keys() | after.keys(), key=lambda op: (-before.get(op, 0), -after.get(op, 0), op))
+    top = set(ranked[:TOP_OPS])
+    return [op for op in ranked if op in top or before.get(op, 0) != after.get(op, 0)]
+
+
+def aligned(rows: tuple[tuple[str, ...], ...], numeric: frozenset[int]) -> list[str]:
+    """Rows as lines of padded columns: `numeric` ones right-aligned, the rest left."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.rjust(w) if i in numeric else cell.ljust(w)
+                      for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip() for row in rows]
+
+
+def indented(lines: list[str]) -> list[str]:
+    return [f"  {line}" for line in lines]
 
 
 def _unwritten(records: tuple[Unwritten, ...]) -> str:
@@ -311,6 +412,23 @@ def _ms(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f} ms"
 
 
-def _diffs(diffs: dict[str, float | None]) -> str:
-    known = [v for v in diffs.values() if v is not None]
-    return f", max abs diff {max(known):.3g}" if known else ""
+def _x(value: float | None, missing: str = "-") -> str:
+    return missing if value is None else f"{value:.3f}x"
+
+
+def _ratio(before: float | None, after: float | None) -> float | None:
+    return before / after if before and after else None
+
+
+def _change(before: int, after: int) -> str:
+    return "" if before == after else f"{after - before:+d}"
+
+
+def _bytes(size: int, *, signed: bool = False) -> str:
+    """Sizes in decimal units: 812 B, 12.3 kB, 5.23 MB."""
+    sign = ("-" if size < 0 else "+") if signed else ""
+    value = abs(size)
+    for unit, scale, digits in (("GB", 1e9, 2), ("MB", 1e6, 2), ("kB", 1e3, 1)):
+        if value >= scale:
+            return f"{sign}{value / scale:.{digits}f} {unit}"
+    return f"{sign}{value} B"

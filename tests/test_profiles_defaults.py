@@ -153,6 +153,6 @@ def test_the_cli_prints_the_shapes_used(tmp_path: Path, capsys: pytest.CaptureFi
     source = tmp_path / "in.onnx"
     onnx.save(scaled_chain_model(), source)
     argv = ["optimize", str(source), "-o", str(tmp_path / "out.onnx"), "--time-budget", "0", "--no-check",
-            "--backend", "analytical", "--shape", "N=2", "-q"]
+            "--backend", "analytical", "--shape", "N=2"]
     assert main(argv) == 0
-    assert "shapes: x=2x3x8x8 (dynamic dims: N=2 (--shape))" in capsys.readouterr().out.splitlines()
+    assert "shapes: x=2x3x8x8 (dynamic dims: N=2 (--shape))" in capsys.readouterr().err.splitlines()  # the summary

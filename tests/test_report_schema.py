@@ -22,7 +22,7 @@ from taso.ir import Graph
 from taso.pipeline._decide import Duel, MeasuredJudge
 from taso.pipeline._rewriting import default_rules
 from taso.pipeline.api import _sweep_record
-from taso.report import SweepRecord
+from taso.report import SiteNode, SweepRecord, SweepSite
 from taso.search.sweep import Judgement, Skipped, sweep
 from tests.helpers import models
 from tests.helpers.search_toys import Expander, OpWeights, chain, swap
@@ -87,6 +87,17 @@ def test_rules_given_as_objects_have_no_file() -> None:
     result = taso.optimize_onnx(models.conv_net(), time_budget_s=0, backend="analytical", check=False, rules=rules)
     data = _validate(result.report)
     assert data["rule_library"] == {"source": "given", "spec_set_hash": None, "files": []}
+
+
+def test_the_op_counts_sizes_and_a_sweeps_site_validate(tmp_path: Path) -> None:
+    path = _model_file(tmp_path)
+    report = taso.optimize_onnx(path, time_budget_s=0, backend="analytical", check=False).report
+    site = SweepSite(before=(SiteNode("Relu", ("x",), ("r",)), SiteNode("Relu", ("r",), ("y",))),
+                     after=(SiteNode("Mul", ("w", "s"), ("w2",), folded=True),))
+    data = _validate(dataclasses.replace(report, sweeps=(SweepRecord("r", 1, 1.2, True, site=site),)))
+    assert data["input_ops"] == data["output_ops"] == {"Conv": 2, "Relu": 1, "Add": 1, "GlobalAveragePool": 1}
+    assert data["input_bytes"] == path.stat().st_size and data["output_bytes"] > 0
+    assert data["sweeps"][0]["site"]["after"] == [{"op": "Mul", "inputs": ["w", "s"], "outputs": ["w2"], "folded": True}]
 
 
 def test_the_schema_is_closed_and_documents_every_field() -> None:
