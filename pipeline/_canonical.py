@@ -14,15 +14,24 @@ differently):
    chain is the identity (tf2onnx writes SE blocks as GlobalAveragePool, Squeeze, Reshape
    back to (N, C, 1, 1); ORT runs each as a copy and leaves its NCHWc layout around them).
    Nodes left unread by a bypass (the chain, its shape constants) are removed.
-3. **One-element constants are scalars.** A constant operand of Add, Sub, Mul or Div with one
+3. **Arithmetic that does nothing is bypassed:** ``x * 1``, ``x / 1``, ``x + 0``, ``x - 0``
+   with an all-ones or all-zeros constant whose broadcast leaves ``x``'s shape and type.
+   ``x + 0`` differs from ``x`` only for ``x = -0.0`` (the result is +0.0, equal in value);
+   the rest are bit for bit. (Converters keep a Keras Normalization layer that was never
+   adapted, mean 0 and variance 1, as an Add and a Mul over the whole input.)
+4. **One-element constants are scalars.** A constant operand of Add, Sub, Mul or Div with one
    element, of rank no higher than the other operand's, is written with shape ``()``: its
    broadcast leaves the output's shape and every value unchanged (the side condition is
    checked on the types: the other operand's rank is known and at least the constant's).
    Real exports write a learnable scalar as a ``(1,)``-shaped initializer or ``Constant``
    node, constant folding leaves ``(1, 1, 1, 1)``; the rules take a scalar ``()``.
 
-The output of the search is compared with the original and measured like any other
-candidate; a canonical graph the search did not improve is never returned.
+Bypassing Identity nodes and writing scalars change nothing ORT runs (it drops Identity
+nodes and broadcasts either way): they only let rules match. Bypassing a reshape round trip
+removes copies ORT would run: it is a *simplification*, listed among the applied rewrites
+(`canonical/...`) so that the measured decision can keep it even where no rule applied.
+Whatever the search returns is checked against the original and measured like any other
+candidate; a canonical graph without a simplification or a rewrite is never returned.
 """
 
 from __future__ import annotations
@@ -42,6 +51,14 @@ _STANDARD = ("", "ai.onnx")
 _BROADCASTING = frozenset({"Add", "Sub", "Mul", "Div"})
 
 
+IDENTITY = "Identity bypassed"
+RESHAPE_ROUND_TRIP = "reshape chain back to its input's shape bypassed"
+NO_OP_ARITHMETIC = "x * 1, x / 1, x + 0 or x - 0 bypassed"
+SCALAR = "one-element constant made a scalar"
+SIMPLIFICATIONS = {RESHAPE_ROUND_TRIP: "canonical/reshape-round-trip", NO_OP_ARITHMETIC: "canonical/no-op-arithmetic"}
+"""Normalizations that remove work ORT would do, by the id they are applied under."""
+
+
 @dataclass(frozen=True)
 class Canonical:
     """The canonical graph and how many sites each normalization changed."""
@@ -49,12 +66,18 @@ class Canonical:
     graph: Graph
     counts: Mapping[str, int]
 
+    @property
+    def simplified(self) -> dict[str, int]:
+        """The simplifications among the changes, by their `canonical/...` ids."""
+        return {SIMPLIFICATIONS[what]: n for what, n in self.counts.items() if what in SIMPLIFICATIONS}
+
 
 def canonicalize(graph: Graph) -> Canonical:
     """`graph` in the normal form the rules are written against (see the module docstring)."""
     counts: Counter[str] = Counter()
     graph = _bypass_identities(graph, counts)
     graph = _bypass_round_trip_reshapes(graph, counts)
+    graph = _bypass_no_op_arithmetic(graph, counts)
     graph = _scalar_constants(graph, counts)
     return Canonical(graph, dict(counts))
 
@@ -78,7 +101,7 @@ def _bypass_identities(graph: Graph, counts: Counter[str]) -> Graph:
         while source in renames:
             source = renames[source]
         renames[name] = source
-    counts["Identity bypassed"] += len(removed)
+    counts[IDENTITY] += len(removed)
     return _rewire(graph, removed, renames)
 
 
@@ -122,7 +145,7 @@ def _bypass_round_trip_reshapes(graph: Graph, counts: Counter[str]) -> Graph:
             renames[out] = start
     if not renames:
         return graph
-    counts["reshape chain back to its input's shape bypassed"] += len(renames)
+    counts[RESHAPE_ROUND_TRIP] += len(renames)
     removed = [graph.producers[name][0] for name in renames]
     graph = _rewire(graph, removed, renames)
     return graph.rewrite(remove=_unread_pure_nodes(graph))
@@ -172,7 +195,53 @@ def _unread_pure_nodes(graph: Graph) -> list[int]:
     return sorted(removed)
 
 
-# ----- 3. one-element constants ---------------------------------------------------------------
+# ----- 3. arithmetic that does nothing --------------------------------------------------------
+_NEUTRAL = {"Mul": (1.0, (0, 1)), "Div": (1.0, (1,)), "Add": (0.0, (0, 1)), "Sub": (0.0, (1,))}
+"""Op -> (its neutral constant, the operand positions the constant may take)."""
+
+
+def _bypass_no_op_arithmetic(graph: Graph, counts: Counter[str]) -> Graph:
+    constness = Constness(graph)
+    captured = {name for node in graph.nodes.values() for name in node.captures}
+    renames: dict[str, str] = {}
+    for node in graph.nodes.values():
+        if node.op_type not in _NEUTRAL or node.domain not in _STANDARD or len(node.inputs) != 2:
+            continue
+        out = node.outputs[0]
+        if out in graph.outputs or out in captured:
+            continue
+        kept = _operand_kept(graph, constness, node)
+        if kept is not None:
+            renames[out] = renames.get(kept, kept)
+    if not renames:
+        return graph
+    for name, source in renames.items():  # chains resolve to their first input
+        while source in renames:
+            source = renames[source]
+        renames[name] = source
+    counts[NO_OP_ARITHMETIC] += len(renames)
+    graph = _rewire(graph, [graph.producers[name][0] for name in renames], renames)
+    return graph.rewrite(remove=_unread_pure_nodes(graph))
+
+
+def _operand_kept(graph: Graph, constness: Constness, node: Node) -> str | None:
+    """The operand `node` returns unchanged (its other operand a neutral constant), if any."""
+    neutral, positions = _NEUTRAL[node.op_type]
+    out_type = graph.types.get(node.outputs[0])
+    for position in positions:
+        const, other = node.inputs[position], node.inputs[1 - position]
+        other_type = graph.types.get(other)
+        if out_type is None or other_type is None or not out_type.is_static or other_type != out_type:
+            continue
+        if not constness.is_constant(const) or constness.is_constant(other):
+            continue
+        value = _constant_value(graph, const)
+        if value is not None and value.size and value.dtype.kind == "f" and bool(np.all(value == neutral)):
+            return other
+    return None
+
+
+# ----- 4. one-element constants ---------------------------------------------------------------
 def _scalar_constants(graph: Graph, counts: Counter[str]) -> Graph:
     constness = Constness(graph)
     scalars: dict[str, Initializer] = {}
@@ -194,7 +263,7 @@ def _scalar_constants(graph: Graph, counts: Counter[str]) -> Graph:
             changed[node_id] = _renamed_inputs(node, dict(zip(node.inputs, inputs, strict=True)))
     if not changed:
         return graph
-    counts["one-element constant made a scalar"] += len(changed)
+    counts[SCALAR] += len(changed)
     types = {init.name: init.type for init in scalars.values()}
     graph = graph.rewrite(remove=list(changed), add=list(changed.values()), types=types,
                           initializers=scalars.values())

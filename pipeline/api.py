@@ -44,7 +44,7 @@ from taso.backends.registry import BackendSpec, Pricing, backend_spec
 from taso.errors import BackendError, TasoWarning, UsageError
 from taso.ir import Graph
 from taso.pipeline._bodies import body_node_count, optimize_bodies
-from taso.pipeline._canonical import canonicalize
+from taso.pipeline._canonical import SIMPLIFICATIONS, Canonical, canonicalize
 from taso.pipeline._decide import (
     MAX_JUDGED_MS,
     MIN_SPEEDUP,
@@ -188,10 +188,12 @@ def _optimize(
                  f"searched for: {reference.error}")
             outcome = SearchOutcome(graph, {}, StopReason.UNCHECKABLE)
         else:
+            canonical = _canonicalize(graph, say)
             outcome = _search(
-                _canonicalize(graph, say), budget=search_budget, alpha=alpha, rules=rules, target=target,
+                canonical.graph, budget=search_budget, alpha=alpha, rules=rules, target=target,
                 profile=profile, say=say, reference=reference, note=note,
             )
+            outcome = _with_simplifications(outcome, canonical)
         outcome = _legalize(outcome)
     with phases.time("export"):
         original = export(graph)
@@ -213,13 +215,26 @@ def _optimize(
     return result
 
 
-def _canonicalize(graph: Graph, say: Callable[[str], None]) -> Graph:
+def _canonicalize(graph: Graph, say: Callable[[str], None]) -> Canonical:
     """The one normal form the rules are written against (`_canonical`): values unchanged
     bit for bit, only the incidental forms converters chose."""
     canonical = canonicalize(graph)
     if canonical.counts:
         say("canonical form: " + ", ".join(f"{what} x{n}" for what, n in sorted(canonical.counts.items())))
-    return canonical.graph
+    return canonical
+
+
+_SEARCHED = (StopReason.TIME_BUDGET, StopReason.CONVERGED, StopReason.EXHAUSTED, StopReason.GRAPH_BUDGET)
+
+
+def _with_simplifications(outcome: SearchOutcome, canonical: Canonical) -> SearchOutcome:
+    """The canonical stage's simplifications (work ORT would do, removed: reshape round
+    trips) count as applied where the search ran on its graph, so that the measured
+    decision weighs them even when no rule applied. With no search (budget 0, no rules,
+    a failure) the result is the input's graph: nothing of the canonical stage is kept."""
+    if not canonical.simplified or outcome.stop_reason not in _SEARCHED:
+        return outcome
+    return dataclasses.replace(outcome, applied={**canonical.simplified, **outcome.applied})
 
 
 def _legalize(outcome: SearchOutcome) -> SearchOutcome:
@@ -565,8 +580,8 @@ def _sweep_record(step: SweepStep) -> SweepRecord:
 def _predicted_gain(outcome: SearchOutcome) -> float:
     """Predicted speedup of the search's result (sweeps count with their measured gain)."""
     original, best = outcome.predicted_original_ms, outcome.predicted_best_ms
-    if not original or not best:
-        return float("inf")  # nothing predicted: let the measurement decide
+    if not original or not best or any(rule in SIMPLIFICATIONS.values() for rule in outcome.applied):
+        return float("inf")  # nothing predicted (the search starts after the simplifications): measure
     return original / best
 
 

@@ -314,3 +314,23 @@ def test_a_per_channel_scale_and_shift_after_a_conv_fold_in_one_step(bias):
     rewritten = _apply_everywhere(graph, "cv-fold_mul_add_conv_bias" if bias else "cv-fold_mul_add_conv")
     assert _ops(export(rewritten)) == ["Conv", "Mul", "Sigmoid"]
     assert_same_outputs(graph, rewritten)
+
+
+def test_arithmetic_that_does_nothing_is_bypassed():
+    """An unadapted Keras Normalization (mean 0, variance 1) as tf2onnx writes it: x + 0, x * 1."""
+    nodes = [h.make_node("Add", ["x", "zero"], ["a"]), h.make_node("Mul", ["ones", "a"], ["m"]),
+             h.make_node("Div", ["m", "ones"], ["d"]), h.make_node("Relu", ["d"], ["y"])]
+    inits = [_const("zero", 0.0, (1, 1, 1, 3)), _const("ones", 1.0, (1, 1, 1, 3))]
+    graph = make_graph(nodes, {"x": (1, 6, 6, 3)}, ["y"], inits)
+    canonical = canonicalize(graph)
+    assert _ops(export(canonical.graph)) == ["Relu"]
+    assert canonical.simplified == {"canonical/no-op-arithmetic": 3}
+    assert_same_outputs(graph, canonical.graph, rtol=0)
+
+
+def test_a_neutral_constant_that_broadcasts_its_operand_larger_is_kept():
+    nodes = [h.make_node("Add", ["x", "zero"], ["y"])]
+    graph = make_graph(nodes, {"x": (1, 3)}, ["y"], [_const("zero", 0.0, (4, 3))])
+    assert canonicalize(graph).counts == {}
+    nodes = [h.make_node("Sub", ["zero", "x"], ["y"])]  # 0 - x is a negation
+    assert canonicalize(make_graph(nodes, {"x": (1, 3)}, ["y"], [_const("zero", 0.0, (1, 3))])).counts == {}
