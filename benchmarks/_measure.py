@@ -175,8 +175,8 @@ def _prepare(job: ModelJob) -> _Baseline:
 
 
 def _noise_row(job: ModelJob, baseline: _Baseline) -> Row:
-    copy = job.workdir / f"{job.name}-copy.onnx"
-    shutil.copyfile(baseline.path, copy)
+    folder = job.workdir / f"{job.name}-copy"
+    copy = _copy_with_data(baseline.path, folder)
     try:
         timing = _time_pair(baseline, copy, job.plan)
     except TasoError as error:
@@ -184,8 +184,23 @@ def _noise_row(job: ModelJob, baseline: _Baseline) -> Row:
             job.name, NOISE_ROW, RowStatus.OUTPUT_FAILED, baseline.nodes, error=_one_line(error)
         )
     finally:
-        copy.unlink(missing_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)
     return Row(job.name, NOISE_ROW, RowStatus.MEASURED, baseline.nodes, baseline.nodes, timing)
+
+
+def _copy_with_data(source: Path, folder: Path) -> Path:
+    """A byte-identical copy of the model in `folder`, with the external data files its
+    initializers name beside it (the dynamo exporter writes weights to model.onnx.data)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / source.name
+    shutil.copyfile(source, copy)
+    model = onnx.load(source, load_external_data=False)
+    for tensor in model.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            location = {entry.key: entry.value for entry in tensor.external_data}["location"]
+            if not (folder / location).exists():
+                shutil.copyfile(source.parent / location, folder / location)
+    return copy
 
 
 def _tool_row(job: ModelJob, baseline: _Baseline, tool: Tool, noise: PairTiming | None) -> Row:
