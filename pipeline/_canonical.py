@@ -37,7 +37,7 @@ candidate; a canonical graph without a simplification or a rewrite is never retu
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -82,27 +82,44 @@ def canonicalize(graph: Graph) -> Canonical:
     return Canonical(graph, dict(counts))
 
 
-# ----- 1. Identity ----------------------------------------------------------------------------
-def _bypass_identities(graph: Graph, counts: Counter[str]) -> Graph:
+# ----- the bypass every normalization below shares ---------------------------------------------
+Kept = Callable[[Node], "str | None"]
+"""For a node, the input value it passes on unchanged (so that its readers may read that
+instead), or None."""
+
+
+def _bypass(graph: Graph, counts: Counter[str], what: str, kept: Kept, *, prune: bool) -> Graph:
+    """Every node `kept` names an input for is bypassed: its readers read that input. A node
+    whose output is a graph output or is read inside a subgraph stays. With `prune`,
+    reshape-like and Constant nodes left unread are removed too."""
     captured = {name for node in graph.nodes.values() for name in node.captures}
     renames: dict[str, str] = {}
-    removed: list[int] = []
-    for node_id, node in graph.nodes.items():
-        if node.op_type != "Identity" or node.domain not in _STANDARD or len(node.inputs) != 1:
+    for node in graph.nodes.values():
+        if node.domain not in _STANDARD or len(node.outputs) != 1:
             continue
         out = node.outputs[0]
-        if out in graph.outputs or out in captured or not node.inputs[0]:
+        if out in graph.outputs or out in captured:
             continue
-        renames[out] = node.inputs[0]
-        removed.append(node_id)
-    if not removed:
+        source = kept(node)
+        if source:
+            renames[out] = source
+    if not renames:
         return graph
-    for name, source in renames.items():  # chains of Identity resolve to their first input
+    for name, source in renames.items():  # chains resolve to their first input
         while source in renames:
             source = renames[source]
         renames[name] = source
-    counts[IDENTITY] += len(removed)
-    return _rewire(graph, removed, renames)
+    counts[what] += len(renames)
+    graph = _rewire(graph, [graph.producers[name][0] for name in renames], renames)
+    return graph.rewrite(remove=_unread_pure_nodes(graph)) if prune else graph
+
+
+# ----- 1. Identity ----------------------------------------------------------------------------
+def _bypass_identities(graph: Graph, counts: Counter[str]) -> Graph:
+    def kept(node: Node) -> str | None:
+        return node.inputs[0] if node.op_type == "Identity" and len(node.inputs) == 1 else None
+
+    return _bypass(graph, counts, IDENTITY, kept, prune=False)
 
 
 def _rewire(graph: Graph, removed: list[int], renames: Mapping[str, str]) -> Graph:
@@ -132,23 +149,10 @@ _PURE = _RESHAPES | {"Constant", "Identity"}
 
 
 def _bypass_round_trip_reshapes(graph: Graph, counts: Counter[str]) -> Graph:
-    captured = {name for node in graph.nodes.values() for name in node.captures}
-    renames: dict[str, str] = {}
-    for node in graph.nodes.values():
-        if node.op_type not in _RESHAPES or node.domain not in _STANDARD or len(node.outputs) != 1:
-            continue
-        out = node.outputs[0]
-        if out in graph.outputs or out in captured:
-            continue
-        start = _chain_start_of_same_shape(graph, node)
-        if start is not None:
-            renames[out] = start
-    if not renames:
-        return graph
-    counts[RESHAPE_ROUND_TRIP] += len(renames)
-    removed = [graph.producers[name][0] for name in renames]
-    graph = _rewire(graph, removed, renames)
-    return graph.rewrite(remove=_unread_pure_nodes(graph))
+    def kept(node: Node) -> str | None:
+        return _chain_start_of_same_shape(graph, node) if node.op_type in _RESHAPES else None
+
+    return _bypass(graph, counts, RESHAPE_ROUND_TRIP, kept, prune=True)
 
 
 def _static_shape(graph: Graph, name: str) -> tuple[int, ...] | None:
@@ -202,26 +206,13 @@ _NEUTRAL = {"Mul": (1.0, (0, 1)), "Div": (1.0, (1,)), "Add": (0.0, (0, 1)), "Sub
 
 def _bypass_no_op_arithmetic(graph: Graph, counts: Counter[str]) -> Graph:
     constness = Constness(graph)
-    captured = {name for node in graph.nodes.values() for name in node.captures}
-    renames: dict[str, str] = {}
-    for node in graph.nodes.values():
-        if node.op_type not in _NEUTRAL or node.domain not in _STANDARD or len(node.inputs) != 2:
-            continue
-        out = node.outputs[0]
-        if out in graph.outputs or out in captured:
-            continue
-        kept = _operand_kept(graph, constness, node)
-        if kept is not None:
-            renames[out] = renames.get(kept, kept)
-    if not renames:
-        return graph
-    for name, source in renames.items():  # chains resolve to their first input
-        while source in renames:
-            source = renames[source]
-        renames[name] = source
-    counts[NO_OP_ARITHMETIC] += len(renames)
-    graph = _rewire(graph, [graph.producers[name][0] for name in renames], renames)
-    return graph.rewrite(remove=_unread_pure_nodes(graph))
+
+    def kept(node: Node) -> str | None:
+        if node.op_type not in _NEUTRAL or len(node.inputs) != 2:
+            return None
+        return _operand_kept(graph, constness, node)
+
+    return _bypass(graph, counts, NO_OP_ARITHMETIC, kept, prune=True)
 
 
 def _operand_kept(graph: Graph, constness: Constness, node: Node) -> str | None:
