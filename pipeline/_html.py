@@ -31,6 +31,7 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 2em; border-bottom:
 table { border-collapse: collapse; margin: .6em 0; }
 th, td { padding: .2em .8em; border-bottom: 1px solid #eaeef2; text-align: left; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+td:first-child { white-space: nowrap; }
 th { background: #f6f8fa; }
 .math { font-family: ui-monospace, monospace; background: #f6f8fa; padding: .3em .6em; display: inline-block; }
 .pair { display: flex; gap: 2em; flex-wrap: wrap; align-items: flex-start; }
