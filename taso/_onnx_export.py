@@ -51,7 +51,10 @@ def _build_graph(out: onnx.GraphProto, graph: Graph, template: onnx.GraphProto) 
     for descriptor, value in template.ListFields():
         if descriptor.name not in _GRAPH_FIELDS_REBUILT:
             copy_field(out, descriptor, value)
+    unused = _constants_a_rewrite_stopped_using(graph, template)
     for node in graph.ordered_nodes():
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.outputs[0] in unused:
+            continue
         out.node.append(node.proto if node.proto is not None else node_to_proto(node))
     out.initializer.extend(_initializers_to_keep(graph, template))
     defined = set(graph.producers) | set(graph.initializers) | set(graph.inputs)
@@ -70,6 +73,19 @@ def _initializers_to_keep(graph: Graph, template: onnx.GraphProto) -> list[onnx.
     original = {t.name for t in template.initializer}
     added = [init.proto for name, init in graph.initializers.items() if name not in original and name in used_now]
     return kept + added
+
+
+def _constants_a_rewrite_stopped_using(graph: Graph, template: onnx.GraphProto) -> set[str]:
+    """Outputs of Constant nodes that the input read and nothing reads now (the weights a
+    fold replaced, when a converter writes weights as Constant nodes): like the initializers
+    a rewrite stopped using, they are not written. A Constant the input itself left unread
+    stays."""
+    used_now = set(graph.consumers) | set(graph.outputs)
+    for node in graph.nodes.values():
+        used_now.update(node.captures)
+    constants = {node.outputs[0] for node in graph.nodes.values()
+                 if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.outputs}
+    return (constants - used_now) & _names_read(template)
 
 
 def _names_read(template: onnx.GraphProto) -> set[str]:

@@ -334,3 +334,17 @@ def test_a_neutral_constant_that_broadcasts_its_operand_larger_is_kept():
     assert canonicalize(graph).counts == {}
     nodes = [h.make_node("Sub", ["zero", "x"], ["y"])]  # 0 - x is a negation
     assert canonicalize(make_graph(nodes, {"x": (1, 3)}, ["y"], [_const("zero", 0.0, (1, 3))])).counts == {}
+
+
+def test_weights_written_as_constant_nodes_that_a_fold_replaced_are_not_written():
+    """paddle2onnx 1.x writes every weight as a Constant node: after a fold, the old weight
+    must not stay in the file beside the folded one (the model grew by 4.7 MB)."""
+    nodes = [_constant_node("w", 0.5, (16, 8, 3, 3)), _constant_node("b", 0.1, (16,)), _constant_node("k", 2.0, (1,)),
+             _constant_node("unread", 1.0, (4,)),
+             h.make_node("Conv", ["x", "w", "b"], ["c"]), h.make_node("Mul", ["c", "k"], ["y"])]
+    graph = canonicalize(make_graph(nodes, {"x": (1, 8, 6, 6)}, ["y"])).graph
+    folded = _apply_everywhere(graph, "cv-fold_mul_conv_bias")
+    written = export(folded)
+    constants = [n.output[0] for n in written.graph.node if n.op_type == "Constant"]
+    assert constants == ["unread"]  # the input's own unread Constant stays
+    assert_same_outputs(graph, folded)
