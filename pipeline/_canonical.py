@@ -48,6 +48,7 @@ from taso._constness import Constness
 from taso.ir import Graph, Initializer, Node, TensorType
 
 _STANDARD = ("", "ai.onnx")
+_SMALL = 1 << 16  # elements: a neutral or one-element constant is read, never a weight
 _BROADCASTING = frozenset({"Add", "Sub", "Mul", "Div"})
 
 
@@ -226,7 +227,7 @@ def _operand_kept(graph: Graph, constness: Constness, node: Node) -> str | None:
             continue
         if not constness.is_constant(const) or constness.is_constant(other):
             continue
-        value = _constant_value(graph, const)
+        value = constness.small_value(const, _SMALL)
         if value is not None and value.size and value.dtype.kind == "f" and bool(np.all(value == neutral)):
             return other
     return None
@@ -244,7 +245,7 @@ def _scalar_constants(graph: Graph, counts: Counter[str]) -> Graph:
         for index, (name, other) in enumerate(((inputs[0], inputs[1]), (inputs[1], inputs[0]))):
             if not _is_scalar_like(graph, constness, name, other):
                 continue
-            value = _constant_value(graph, name)
+            value = constness.small_value(name, _SMALL)
             if value is None:
                 continue
             if name not in scalars:
@@ -281,21 +282,6 @@ def _is_scalar_like(graph: Graph, constness: Constness, name: str, other: str) -
     if not shape or any(dim != 1 for dim in shape) or len(shape) > len(other_type.shape):
         return False
     return constness.is_constant(name) and not constness.is_constant(other)
-
-
-def _constant_value(graph: Graph, name: str) -> np.ndarray | None:
-    """The value of an initializer or a `Constant` node's `value` tensor, else None."""
-    init = graph.initializers.get(name)
-    if init is not None:
-        return init.array()
-    producer = graph.producers.get(name)
-    if producer is None:
-        return None
-    node = graph.nodes[producer[0]]
-    value = node.attr("value") if node.op_type == "Constant" else None
-    if isinstance(value, onnx.AttributeProto) and value.type == onnx.AttributeProto.TENSOR:
-        return numpy_helper.to_array(value.t)
-    return None
 
 
 def _scalar_initializer(graph: Graph, name: str, value: np.ndarray, taken: Mapping[str, Initializer]) -> Initializer:

@@ -25,7 +25,6 @@ from types import MappingProxyType
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from taso._constness import Constness
 from taso.ir import Graph, Node
@@ -36,13 +35,6 @@ MAX_PARAM_ELEMENTS = 4096
 
 _DERIVED_ATTRIBUTES = {"Conv": frozenset({"kernel_shape"}), "Split": frozenset({"num_outputs"})}
 """ONNX attributes a spec does not model because they follow from the inputs."""
-
-_CONSTANT_ATTRIBUTES = {
-    "value_float": np.float32,
-    "value_floats": np.float32,
-    "value_int": np.int64,
-    "value_ints": np.int64,
-}
 
 _INDEX_CACHE_SIZE = 64
 
@@ -76,19 +68,7 @@ class GraphIndex:
 
     def constant_array(self, name: str) -> np.ndarray | None:
         """The value of a small constant (initializer or Constant node), else None."""
-        if not self.is_constant(name):
-            return None
-        init = self.graph.initializers.get(name)
-        if init is not None:
-            shape = init.type.shape or ()
-            if int(np.prod(shape, dtype=np.int64)) > MAX_PARAM_ELEMENTS:
-                return None
-            return init.array()
-        producer = self.graph.producers.get(name)
-        node = self.graph.nodes[producer[0]] if producer else None
-        if node is None or node.op_type != "Constant":
-            return None  # an internal weight transform: its value exists only after folding
-        return _constant_node_value(node)
+        return self._constness.small_value(name, MAX_PARAM_ELEMENTS)
 
     # ----- views -----------------------------------------------------------------------
     def view(self, node_id: int) -> NodeView | None:
@@ -219,17 +199,6 @@ def _trim(names: tuple[str, ...]) -> tuple[str, ...]:
 def _arity_ok(spec: OpSpec, count: int) -> bool:
     lo, hi = spec.arity
     return count >= lo and (hi is None or count <= hi)
-
-
-def _constant_node_value(node: Node) -> np.ndarray | None:
-    for name, value in node.attributes:
-        if name == "value" and isinstance(value, onnx.AttributeProto) and value.type == onnx.AttributeProto.TENSOR:
-            if int(np.prod(tuple(value.t.dims), dtype=np.int64)) > MAX_PARAM_ELEMENTS:
-                return None
-            return numpy_helper.to_array(value.t)
-        if name in _CONSTANT_ATTRIBUTES:
-            return np.asarray(value, dtype=_CONSTANT_ATTRIBUTES[name])
-    return None
 
 
 def _default_opset(graph: Graph) -> int:

@@ -122,6 +122,7 @@ class _Search:
         self.graph = index.graph
         self.compiled = compiled
         self.values = ConstantValues(index)
+        self.exactness = emitted_exactness(compiled.rule, index.opset)  # once per search, not per match
 
     # ----- seeds ---------------------------------------------------------------------------
     def run(self, near: Collection[int] | None) -> Iterator[_State]:
@@ -268,7 +269,7 @@ class _Search:
 
     def _exactness_guards_hold(self, state: _State) -> bool:
         rule = self.compiled.rule
-        if emitted_exactness(rule, self.index.opset) is Exactness.EXACT:
+        if self.exactness is Exactness.EXACT:
             return True
         mapped = {state.values[ref] for ref in self.compiled.mapped_sources}
         if _feeds_decision(self.graph, mapped, set(state.nodes.values())):

@@ -12,10 +12,20 @@ models may treat as a weight.
 
 from __future__ import annotations
 
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
 from taso._onnx_import import training_bound
-from taso.ir import INTERNAL_DOMAIN, Graph
+from taso.ir import INTERNAL_DOMAIN, Graph, Node
 
 _STANDARD = ("", "ai.onnx")
+_CONSTANT_ATTRIBUTES = {
+    "value_float": np.float32,
+    "value_floats": np.float32,
+    "value_int": np.int64,
+    "value_ints": np.int64,
+}
 
 
 def overridable_initializers(graph: Graph) -> frozenset[str]:
@@ -56,3 +66,30 @@ class Constness:
             self._known[name] = False  # guards against (invalid) cycles while recursing
             return all(self.is_constant(i) for i in node.inputs if i)
         return False
+
+    def small_value(self, name: str, max_elements: int) -> np.ndarray | None:
+        """The value of a constant initializer or `Constant` node with at most `max_elements`
+        elements; None otherwise (an internal weight transform's value exists only after
+        folding)."""
+        if not self.is_constant(name):
+            return None
+        init = self.graph.initializers.get(name)
+        if init is not None:
+            size = int(np.prod(init.type.shape or (), dtype=np.int64))
+            return None if size > max_elements else init.array()
+        producer = self.graph.producers.get(name)
+        node = self.graph.nodes[producer[0]] if producer else None
+        if node is None or node.op_type != "Constant":
+            return None
+        return _constant_node_value(node, max_elements)
+
+
+def _constant_node_value(node: Node, max_elements: int) -> np.ndarray | None:
+    for name, value in node.attributes:
+        if name == "value" and isinstance(value, onnx.AttributeProto) and value.type == onnx.AttributeProto.TENSOR:
+            if int(np.prod(tuple(value.t.dims), dtype=np.int64)) > max_elements:
+                return None
+            return numpy_helper.to_array(value.t)
+        if name in _CONSTANT_ATTRIBUTES:
+            return np.asarray(value, dtype=_CONSTANT_ATTRIBUTES[name])
+    return None

@@ -51,20 +51,22 @@ def _build_graph(out: onnx.GraphProto, graph: Graph, template: onnx.GraphProto) 
     for descriptor, value in template.ListFields():
         if descriptor.name not in _GRAPH_FIELDS_REBUILT:
             copy_field(out, descriptor, value)
-    unused = _constants_a_rewrite_stopped_using(graph, template)
+    used_now = set(graph.consumers) | set(graph.outputs)  # consumers include subgraph reads
+    used_before = _names_read(template)
+    stopped = _constants_a_rewrite_stopped_using(graph, used_now, used_before)
     for node in graph.ordered_nodes():
-        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.outputs[0] in unused:
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.outputs[0] in stopped:
             continue
         out.node.append(node.proto if node.proto is not None else node_to_proto(node))
-    out.initializer.extend(_initializers_to_keep(graph, template))
+    out.initializer.extend(_initializers_to_keep(graph, template, used_now, used_before))
     defined = set(graph.producers) | set(graph.initializers) | set(graph.inputs)
     out.value_info.extend(v for v in template.value_info if v.name in defined)
 
 
-def _initializers_to_keep(graph: Graph, template: onnx.GraphProto) -> list[onnx.TensorProto]:
+def _initializers_to_keep(
+    graph: Graph, template: onnx.GraphProto, used_now: set[str], used_before: set[str]
+) -> list[onnx.TensorProto]:
     """Original initializers in file order, minus those a rewrite stopped using; then new ones."""
-    used_now = set(graph.consumers) | set(graph.outputs)
-    used_before = _names_read(template)
     kept = [
         t
         for t in template.initializer
@@ -75,17 +77,14 @@ def _initializers_to_keep(graph: Graph, template: onnx.GraphProto) -> list[onnx.
     return kept + added
 
 
-def _constants_a_rewrite_stopped_using(graph: Graph, template: onnx.GraphProto) -> set[str]:
+def _constants_a_rewrite_stopped_using(graph: Graph, used_now: set[str], used_before: set[str]) -> set[str]:
     """Outputs of Constant nodes that the input read and nothing reads now (the weights a
     fold replaced, when a converter writes weights as Constant nodes): like the initializers
     a rewrite stopped using, they are not written. A Constant the input itself left unread
     stays."""
-    used_now = set(graph.consumers) | set(graph.outputs)
-    for node in graph.nodes.values():
-        used_now.update(node.captures)
     constants = {node.outputs[0] for node in graph.nodes.values()
                  if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.outputs}
-    return (constants - used_now) & _names_read(template)
+    return (constants - used_now) & used_before
 
 
 def _names_read(template: onnx.GraphProto) -> set[str]:

@@ -8,7 +8,7 @@ them; they are validated and mutation-tested like every other axiom.
 from __future__ import annotations
 
 from taso.opspecs._types import Exactness
-from taso.opspecs.axioms._core import Axiom, cfg
+from taso.opspecs.axioms._core import Axiom, AxiomConfig, cfg
 
 CONV_KEYS = ("strides", "pads", "dilations", "group")
 CHANNEL_CONFIGS = (
@@ -18,8 +18,14 @@ CHANNEL_CONFIGS = (
     cfg({"x": (2, 4, 3, 3), "w": (4, 1, 3, 3), "b": (4,), "c": (1, 4, 1, 1)},
         group=4, pads=(1, 1, 1, 1)),
 )
-NOBIAS_CONFIGS = tuple(cfg({k: v for k, v in c.shapes.items() if k != "b"}, **c.params)
-                       for c in CHANNEL_CONFIGS)
+
+
+def drop_bias(configs: tuple[AxiomConfig, ...]) -> tuple[AxiomConfig, ...]:
+    """The configs without their bias input `b` (for an axiom's bias-free form)."""
+    return tuple(cfg({k: v for k, v in c.shapes.items() if k != "b"}, **c.params) for c in configs)
+
+
+NOBIAS_CONFIGS = drop_bias(CHANNEL_CONFIGS)
 SCALAR_CONFIGS = (
     cfg({"x": (1, 2, 3, 3), "w": (3, 2, 1, 1), "b": (3,), "c": ()}),
     cfg({"x": (1, 2, 4, 4), "w": (2, 2, 3, 3), "b": (2,), "c": ()}, strides=(2, 2), pads=(1, 1, 1, 1)),
@@ -28,8 +34,7 @@ SCALAR_CONFIGS = (
 """The per-channel configs with a scalar constant: one value for every channel (real
 exports scale by a learnable scalar per block, written as a (1,)-shaped constant that the
 canonical stage makes a scalar)."""
-SCALAR_NOBIAS_CONFIGS = tuple(cfg({k: v for k, v in c.shapes.items() if k != "b"}, **c.params)
-                              for c in SCALAR_CONFIGS)
+SCALAR_NOBIAS_CONFIGS = drop_bias(SCALAR_CONFIGS)
 INPUT_SCALE_CONFIGS = (
     cfg({"x": (1, 2, 3, 3), "w": (3, 2, 1, 1), "b": (3,), "s": ()}),
     cfg({"x": (1, 2, 5, 5), "w": (2, 2, 3, 3), "b": (2,), "s": ()}, strides=(2, 2), pads=(1, 1, 1, 1)),
@@ -45,9 +50,6 @@ INPUT_SHIFT_CONFIGS = (
 )
 """Scalar shifts of an unpadded conv's input (no ``pads`` key: the default, zero, only)."""
 
-
-def _drop_bias(configs: tuple) -> tuple:
-    return tuple(cfg({k: v for k, v in c.shapes.items() if k != "b"}, **c.params) for c in configs)
 
 
 def conv_params(p: dict) -> dict:
@@ -104,8 +106,7 @@ BN_CONFIGS = (
 )
 BN_STATS = frozenset({"var"})
 BN_INPUTS = ("x", "w", "b", "s", "beta", "mean", "var")
-BN_NOBIAS_CONFIGS = tuple(cfg({k: v for k, v in c.shapes.items() if k != "b"}, **c.params)
-                          for c in BN_CONFIGS)
+BN_NOBIAS_CONFIGS = drop_bias(BN_CONFIGS)
 
 
 def _bn_fold_bias(a, v, p):  # noqa: ANN001, ANN202
@@ -137,7 +138,7 @@ def _scale_input(bias: bool) -> Axiom:
     return Axiom(f"conv_scale_input{suffix}",
                  f"conv(x * s, w{', b' if bias else ''}) = conv(x, w * s{', b' if bias else ''})  (s a scalar)",
                  ("x", "w", "b", "s") if bias else ("x", "w", "s"), lhs, rhs,
-                 INPUT_SCALE_CONFIGS if bias else _drop_bias(INPUT_SCALE_CONFIGS),
+                 INPUT_SCALE_CONFIGS if bias else drop_bias(INPUT_SCALE_CONFIGS),
                  exactness=Exactness.REASSOCIATES)
 
 
@@ -155,7 +156,7 @@ def _shift_input(bias: bool) -> Axiom:
                  f"conv(x + s, w{', b' if bias else ''}) = conv(x, w, {'b + ' if bias else ''}s * filtersum(w))"
                  "  (s a scalar, no padding)",
                  ("x", "w", "b", "s") if bias else ("x", "w", "s"), lhs, rhs,
-                 INPUT_SHIFT_CONFIGS if bias else _drop_bias(INPUT_SHIFT_CONFIGS),
+                 INPUT_SHIFT_CONFIGS if bias else drop_bias(INPUT_SHIFT_CONFIGS),
                  condition=lambda s, p: tuple(p.get("pads", (0, 0, 0, 0))) == (0, 0, 0, 0),
                  exactness=Exactness.REASSOCIATES)
 

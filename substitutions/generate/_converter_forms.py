@@ -34,13 +34,22 @@ from taso.opspecs.axioms.converter import (
     SCALAR_CONFIGS,
     SCALAR_NOBIAS_CONFIGS,
     conv_params,
+    drop_bias,
     fill,
     reshape_1d,
     reshape_4d,
 )
 
-CHANNEL = "shape('c') in ((1, shape('w')[0], 1, 1), (shape('w')[0], 1, 1))"
-CHANNEL_OR_SCALAR = "shape('c') in ((), (1, shape('w')[0], 1, 1), (shape('w')[0], 1, 1))"
+
+def _per_channel(name: str, *, scalar: bool = False) -> str:
+    """`name` is per output channel of the conv's weight `w` ((1, M, 1, 1) or (M, 1, 1)), or
+    with `scalar` also one value for all."""
+    shapes = "(1, shape('w')[0], 1, 1), (shape('w')[0], 1, 1)"
+    return f"shape({name!r}) in ({'(), ' if scalar else ''}{shapes})"
+
+
+CHANNEL = _per_channel("c")
+CHANNEL_OR_SCALAR = _per_channel("c", scalar=True)
 FOLD = ("rank('x') == 4", "is_const('c')", CHANNEL)
 FOLD_OR_SCALAR = ("rank('x') == 4", "is_const('c')", CHANNEL_OR_SCALAR)
 INPUT_SCALAR = ("rank('x') == 4", "rank('w') == 4", "is_const('w')", "is_const('s')", "shape('s') == ()")
@@ -143,7 +152,7 @@ def _affine_input(bias: bool) -> Axiom:
 
     configs = tuple(cfg({**c.shapes, "t": ()}, **c.params) for c in INPUT_SHIFT_CONFIGS)
     if not bias:
-        configs = tuple(cfg({k: v for k, v in c.shapes.items() if k != "b"}, **c.params) for c in configs)
+        configs = drop_bias(configs)
     return Axiom(f"conv_affine_input{'' if bias else '_nobias'}",
                  f"conv(x * s + t, w{', b' if bias else ''}) = conv(x, w * s, {'b + ' if bias else ''}t * filtersum(w))"
                  "  (s, t scalars, no padding)", inputs, lhs, rhs, configs, exactness=Exactness.REASSOCIATES)
@@ -180,8 +189,8 @@ FORM_CONSTRAINTS: dict[str, tuple[str, ...]] = {
     **{f.name: INPUT_SCALAR for f in CONVERTER_FORMS if f.name.startswith(("conv_scale_input", "conv_shift_input"))},
     **{f"conv_affine_input{suffix}": (*INPUT_SCALAR, "is_const('t')", "shape('t') == ()")
        for suffix in ("", "_nobias")},
-    "fold_mul_add_conv_bias": (*FOLD_OR_SCALAR, "is_const('d')", CHANNEL_OR_SCALAR.replace("'c'", "'d'")),
-    "fold_mul_add_conv": (*FOLD, "is_const('d')", CHANNEL.replace("'c'", "'d'")),
+    "fold_mul_add_conv_bias": (*FOLD_OR_SCALAR, "is_const('d')", _per_channel("d", scalar=True)),
+    "fold_mul_add_conv": (*FOLD, "is_const('d')", _per_channel("d")),
     "fold_bn_conv_bias": ("rank('x') == 4",),
     "fold_bn_conv": ("rank('x') == 4",),
     "matmul_add_to_gemm": GEMM,
