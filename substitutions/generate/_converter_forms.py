@@ -55,6 +55,8 @@ FOLD_OR_SCALAR = ("rank('x') == 4", "is_const('c')", CHANNEL_OR_SCALAR)
 INPUT_SCALAR = ("rank('x') == 4", "rank('w') == 4", "is_const('w')", "is_const('s')", "shape('s') == ()")
 """A scalar (the canonical stage writes every one-element constant operand as a scalar)
 folded into the weight of the conv that reads it."""
+SCALE_SHIFT = ("is_const('s')", _per_channel("s", scalar=True), "is_const('t')", _per_channel("t", scalar=True))
+"""A scale then a shift of a conv's output: per channel or one value each."""
 GEMM = ("rank('A') == 2", "rank('B') == 2", "rank('C') <= 2")
 RULE_CONSTRAINTS: dict[str, tuple[str, ...]] = {
     "conv_bias_add": ("rank('x') == 4", CHANNEL),
@@ -136,6 +138,36 @@ def _fold_affine(bias: bool) -> Axiom:
                  exactness=Exactness.REASSOCIATES)
 
 
+def _fold_shift_affine(bias: bool) -> Axiom:
+    """``(conv(x, w[, b]) + c) * s + t`` folded into the conv in one step: paddle2onnx 2.1
+    writes a conv's bias as an Add after a bias-free Conv, and a LearnableAffineBlock as a
+    scalar Mul then Add after it. ORT folds the bias Add on its own, so folding it alone
+    gains nothing, and the affine left between the conv and its HardSwish keeps ORT from
+    fusing the three into one kernel."""
+    inputs = ("x", "w", "b", "c", "s", "t") if bias else ("x", "w", "c", "s", "t")
+
+    def lhs(a, v, p):  # noqa: ANN001, ANN202
+        biased = a("Add", a("Conv", *_conv_b(v, bias), **conv_params(p)), v["c"])
+        return a("Add", a("Mul", biased, v["s"]), v["t"])
+
+    def rhs(a, v, p):  # noqa: ANN001, ANN202
+        shift = reshape_1d(a, v["c"])
+        old_bias = a("Add", v["b"], shift) if bias else shift
+        new_bias = a("Add", a("Mul", old_bias, reshape_1d(a, v["s"])), reshape_1d(a, v["t"]))
+        return a("Conv", v["x"], a("Mul", v["w"], reshape_4d(a, v["s"])), new_bias, **conv_params(p))
+
+    channel = CHANNEL_CONFIGS if bias else NOBIAS_CONFIGS
+    per_channel = channel[0].shapes["c"]
+    configs = (*(cfg({**c.shapes, "s": (), "t": ()}, **c.params) for c in channel),
+               cfg({**channel[0].shapes, "s": per_channel, "t": ()}, **channel[0].params),
+               cfg({**channel[1].shapes, "s": (), "t": channel[1].shapes["c"]}, **channel[1].params))
+    if bias:
+        configs += tuple(cfg({**c.shapes, "s": (), "t": ()}, **c.params) for c in SCALAR_CONFIGS[:1])
+    return Axiom(f"fold_add_mul_add_conv{'_bias' if bias else ''}",
+                 f"(conv(x, w{', b' if bias else ''}) + c) * s + t folded into the conv", inputs, lhs, rhs,
+                 configs, exactness=Exactness.REASSOCIATES)
+
+
 def _affine_input(bias: bool) -> Axiom:
     """``conv(x * s + t, w[, b])`` for scalars s, t, unpadded: both folded in one step (the
     scale alone or the shift alone gains little where ORT runs the other as a separate pass)."""
@@ -165,6 +197,7 @@ CONVERTER_FORMS = (
     *(a for a in CONVERTER_AXIOMS if a.name.startswith(("conv_scale_input", "conv_shift_input"))),
     *(_affine_input(bias) for bias in (True, False)),
     *(_fold_affine(bias) for bias in (True, False)),
+    *(_fold_shift_affine(bias) for bias in (True, False)),
     Axiom("hard_swish_mul_div6", "x * (clip(x + 3, 0, 6) / 6) = hardswish(x)", ("x",),
           lambda a, v, p: a("Mul", v["x"], _hard_sigmoid6(a, v["x"])),
           lambda a, v, p: a("HardSwish", v["x"]), UNARY),
@@ -191,6 +224,8 @@ FORM_CONSTRAINTS: dict[str, tuple[str, ...]] = {
        for suffix in ("", "_nobias")},
     "fold_mul_add_conv_bias": (*FOLD_OR_SCALAR, "is_const('d')", _per_channel("d", scalar=True)),
     "fold_mul_add_conv": (*FOLD, "is_const('d')", _per_channel("d")),
+    "fold_add_mul_add_conv_bias": (*FOLD_OR_SCALAR, *SCALE_SHIFT),
+    "fold_add_mul_add_conv": (*FOLD, *SCALE_SHIFT),
     "fold_bn_conv_bias": ("rank('x') == 4",),
     "fold_bn_conv": ("rank('x') == 4",),
     "matmul_add_to_gemm": GEMM,
