@@ -190,10 +190,16 @@ class Device:
 
     providers: tuple[Provider, ...]
     label: str
+    exact_providers: tuple[Provider, ...] = ()
+    """Where outputs are compared (float32 as stated, e.g. CUDA without TF32); empty: `providers`."""
 
     @classmethod
     def of(cls, runner: OrtRunner) -> Device:
-        return cls(runner.providers, runner.device)
+        return cls(runner.providers, runner.device, runner.exact_providers)
+
+    @property
+    def check_providers(self) -> tuple[Provider, ...]:
+        return self.exact_providers or self.providers
 
 
 class OrtRunner(Protocol):
@@ -202,6 +208,9 @@ class OrtRunner(Protocol):
 
     @property
     def device(self) -> str: ...
+
+    @property
+    def exact_providers(self) -> tuple[Provider, ...]: ...
 
 
 def cpu() -> Device:
@@ -232,8 +241,8 @@ class Duel:
 
     def optimized_outputs(self) -> dict[str, np.ndarray]:
         """The optimized model's outputs; raises BackendError if ORT refuses it."""
-        if self._remembered is not None:
-            return run_model(self._sources[1], self.inputs, providers=self._device.providers)
+        if self._remembered is not None or self._device.check_providers != self._device.providers:
+            return run_model(self._sources[1], self.inputs, providers=self._device.check_providers)
         self._pairs = self._interleaved()
         return self._pairs.second_outputs()
 

@@ -179,7 +179,8 @@ def _optimize(
     if budget.seconds > 0 and (check or (target.spec.judges_sweeps and not _has_external_weights(graph))):
         # the check's expected outputs; the sweep judge's timing (no sweeps for external weights)
         with phases.time("check"):
-            reference = run_reference(_source(loaded), profile=profile, providers=target.device.providers)
+            reference = run_reference(_source(loaded), profile=profile, providers=target.device.providers,
+                                      exact_providers=target.device.check_providers)
     budget = _scaled(budget, reference, len(graph.nodes) + body_node_count(graph), say)
     search_budget = _search_budget(budget, reference if check else None, say)
     with phases.time("search"):
@@ -505,8 +506,9 @@ def _check_and_choose(
         if check and outcome.applied and decision is not Decision.NOT_PREDICTED_FASTER:
             with phases.time("check"):
                 say("checking outputs against the original on ONNX Runtime")
-                reference = reference or run_reference(runnable_original, profile=profile,
-                                                       providers=(device or cpu()).providers)
+                on = device or cpu()
+                reference = reference or run_reference(runnable_original, profile=profile, providers=on.providers,
+                                                       exact_providers=on.check_providers)
                 inputs, expected = reference.inputs, reference.expected()
                 duel = Duel(original_graph, outcome.graph, runnable_original, runnable_candidate, inputs, device)
                 try:

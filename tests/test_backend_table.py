@@ -45,6 +45,32 @@ class StandInRunner:
     providers: tuple = MARKED
     device: str = "stand-in:0"
     threads: int = 2
+    exact_providers: tuple = MARKED
+
+
+EXACT = (("CPUExecutionProvider", {"arena_extend_strategy": "kNextPowerOfTwo"}),)
+"""A second marked option: the stand-in's providers for comparing outputs (CUDA without TF32)."""
+
+
+@dataclass(frozen=True)
+class RoundingStandIn(StandInRunner):
+    """A device whose timed sessions round (TF32 on CUDA) and whose check sessions do not."""
+
+    exact_providers: tuple = EXACT
+
+
+def _spy_sessions(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    seen: list[tuple] = []
+    real = _session.create_session
+
+    def spy(model: object, config: _session.SessionConfig) -> object:
+        seen.append(config.providers)
+        return real(model, config)
+
+    monkeypatch.setattr(_session, "create_session", spy)
+    for module in ("taso.backends.timing", "taso.backends._session"):
+        monkeypatch.setattr(f"{module}.create_session", spy, raising=False)
+    return seen
 
 
 def test_every_name_has_one_row() -> None:
@@ -71,20 +97,42 @@ def test_ort_cuda_without_a_gpu_is_refused_not_replaced(tmp_path, capsys) -> Non
 def test_an_ort_cuda_run_checks_judges_and_decides_on_its_device(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(BACKENDS, "ort-cuda", BACKENDS["ort-cuda"].__class__(
         "ort-cuda", StandInRunner, Pricing.MEASURED, judges_sweeps=True))
-    seen: list[tuple] = []
-    real = _session.create_session
-
-    def spy(model: object, config: _session.SessionConfig) -> object:
-        seen.append(config.providers)
-        return real(model, config)
-
-    monkeypatch.setattr(_session, "create_session", spy)
-    for module in ("taso.backends.timing", "taso.backends._session"):
-        monkeypatch.setattr(f"{module}.create_session", spy, raising=False)
+    seen = _spy_sessions(monkeypatch)
     result = taso.optimize_onnx(_relu_chain(), backend="ort-cuda", time_budget_s=3)
     assert seen, "no session was created"
     assert all(p == MARKED for p in seen), [p for p in seen if p != MARKED]
     assert result.report.check in (taso.CheckStatus.PASSED, taso.CheckStatus.SKIPPED)
+
+
+@pytest.mark.ort
+def test_outputs_are_compared_on_the_exact_providers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On CUDA, TF32 (ORT's default) made the PP-OCRv4 detector's own outputs differ by
+    1.1e-2 between graphs, and every check failed: the check's two runs (the original's
+    expected outputs and the candidate's) go to the exact providers, timing stays on the
+    device's defaults."""
+    monkeypatch.setitem(BACKENDS, "ort-cuda", BACKENDS["ort-cuda"].__class__(
+        "ort-cuda", RoundingStandIn, Pricing.MEASURED, judges_sweeps=True))
+    compared: list[tuple] = []
+    real_run = _session.run_model
+
+    def spy_run(model: object, inputs: object, **kwargs: object) -> object:
+        compared.append(kwargs.get("providers"))
+        return real_run(model, inputs, **kwargs)
+
+    for module in ("taso.backends.compare", "taso.pipeline._decide"):
+        monkeypatch.setattr(f"{module}.run_model", spy_run)
+    seen = _spy_sessions(monkeypatch)
+    result = taso.optimize_onnx(_relu_chain(), backend="ort-cuda", time_budget_s=3)
+    assert result.report.check is taso.CheckStatus.PASSED
+    assert compared.count(EXACT) == 2, compared  # the original's expected outputs, the candidate's
+    assert MARKED in seen and EXACT in seen and all(p in (MARKED, EXACT) for p in seen), seen
+
+
+def test_cuda_checks_without_tf32() -> None:
+    cuda = OrtCudaBackend.__new__(OrtCudaBackend)  # no device needed to read its options
+    object.__setattr__(cuda, "device_id", 0)
+    timed, exact = dict(cuda.providers[0][1]), dict(cuda.exact_providers[0][1])
+    assert "use_tf32" not in timed and exact["use_tf32"] == "0"
 
 
 @pytest.mark.gpu
