@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from taso.opspecs._registry import spec_by_name
 from taso.opspecs._types import Params, Shape
 from taso.opspecs.axioms._core import Axiom, cfg
 
@@ -32,6 +33,11 @@ def _flat(s: Mapping[str, Shape], p: Params) -> dict[str, object]:
     for d in x[:axis]:
         rows *= int(d)
     return {"target": (rows, -1)}
+
+
+def _keeps_shape(s: Mapping[str, Shape], p: Params) -> bool:
+    """reshape(x, s) has x's own shape (0 copies a dim, -1 infers one)."""
+    return tuple(spec_by_name("Reshape").infer_shapes([s["x"]], {"shape": p["s"]})[0]) == tuple(s["x"])
 
 
 CAT2 = (cfg({"x": (2, 3), "y": (1, 3)}, axis=0), cfg({"x": (2, 3), "y": (2, 2)}, axis=1),
@@ -105,7 +111,8 @@ AXIOMS = (
           lambda a, v, p: a("Reshape", v["x"], shape=p["s"]),
           lambda a, v, p: v["x"],
           (cfg({"x": (2, 3)}, s=(2, 3)), cfg({"x": (2, 3, 4)}, s=(0, 3, -1)),
-           cfg({"x": (1, 4, 1, 1)}, s=(1, 4, 1, 1)))),
+           cfg({"x": (1, 4, 1, 1)}, s=(1, 4, 1, 1))),
+          condition=_keeps_shape),
     Axiom("flatten_as_reshape", "flatten(x, a) = reshape(x, (prod(dims[:a]), -1))", ("x",),
           lambda a, v, p: a("Flatten", v["x"], axis=p["axis"]),
           lambda a, v, p: a("Reshape", v["x"], shape=p["target"]),

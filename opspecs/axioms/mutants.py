@@ -2,7 +2,9 @@
 
 The validation machinery (``validate.validate_axiom``) must reject every one;
 the mutation test asserts a 100% kill rate.  Each mutant names the mistake it
-models in its math line.
+models in its math line.  The `DEGENERATE` ones hold on every config they list (1x1
+matrices, stride 2 on odd sizes, rank 2, one channel): only the configs that validation
+draws itself (`taso.opspecs.axioms.draws`) refute them.
 """
 
 from __future__ import annotations
@@ -35,6 +37,74 @@ POOL = (cfg({"x": (1, 1, 3, 3), "y": (1, 1, 3, 3)}, kernel_shape=(2, 2)),
 
 def _fill(a, value: float):  # noqa: ANN001, ANN202
     return a("ConstFill", shape=(), value=value)
+
+
+def _pad_end(q: tuple[int, ...], extra: int) -> tuple[int, ...]:
+    """Pad's 8 pads for a rank-4 tensor: spatial pads `q` (Conv's order), `extra` more at the ends."""
+    return (0, 0, q[0], q[1], 0, 0, q[2] + extra, q[3] + extra)
+
+
+def _per_channel(a, s, var):  # noqa: ANN001, ANN202
+    """s / sqrt(var) as (C, 1, 1): the BN scale without its epsilon."""
+    return a("Reshape", a("Div", s, a("Sqrt", var)), shape=(-1, 1, 1))
+
+
+# Wrong axioms whose listed configs are all degenerate: each holds on every one of them.
+DEGENERATE = (
+    Axiom("bad_matmul_comm_1x1", "WRONG x @ y = y @ x  (listed only on 1x1 matrices)", ("x", "y"),
+          lambda a, v, p: a("MatMul", v["x"], v["y"]),
+          lambda a, v, p: a("MatMul", v["y"], v["x"]),
+          (cfg({"x": (1, 1), "y": (1, 1)}), cfg({"x": (2, 1, 1), "y": (2, 1, 1)}),
+           cfg({"x": (3, 1, 1), "y": (1, 1)}))),
+    Axiom("bad_conv_pad_off_by_one",
+          "WRONG conv(pad(x, q + 1 at the ends), w; s) = conv(x, w; pads q; s)  (listed only at "
+          "stride 2 where the extra row is never read)",
+          ("x", "w"),
+          lambda a, v, p: a("Conv", a("Pad", v["x"], pads=_pad_end(p["q"], 1)), v["w"],
+                            strides=p["strides"]),
+          lambda a, v, p: a("Conv", v["x"], v["w"], pads=p["q"], strides=p["strides"]),
+          (cfg({"x": (1, 1, 3, 3), "w": (1, 1, 1, 1)}, q=(0, 0, 0, 0), strides=(2, 2)),
+           cfg({"x": (1, 2, 5, 5), "w": (2, 2, 3, 3)}, q=(1, 1, 1, 1), strides=(2, 2)),
+           cfg({"x": (1, 1, 4, 4), "w": (1, 1, 3, 3)}, q=(0, 0, 1, 1), strides=(2, 2)))),
+    Axiom("bad_concat_nested_last_axis",
+          "WRONG concat(concat(x, y, a), z, a) = concat(x, y, z, -1)  (listed only at rank 2, a = 1)",
+          ("x", "y", "z"),
+          lambda a, v, p: a("Concat", a("Concat", v["x"], v["y"], axis=p["axis"]), v["z"],
+                            axis=p["axis"]),
+          lambda a, v, p: a("Concat", v["x"], v["y"], v["z"], axis=-1),
+          (cfg({"x": (2, 2), "y": (2, 2), "z": (2, 2)}, axis=1),
+           cfg({"x": (2, 3), "y": (2, 1), "z": (2, 3)}, axis=1),
+           cfg({"x": (1, 1), "y": (1, 2), "z": (1, 1)}, axis=1))),
+    Axiom("bad_transpose_unit_axes", "WRONG transpose(x, p) = x  (listed only where p moves unit axes)",
+          ("x",),
+          lambda a, v, p: a("Transpose", v["x"], perm=p["perm"]),
+          lambda a, v, p: v["x"],
+          (cfg({"x": (1, 1)}, perm=(1, 0)), cfg({"x": (2, 1, 1)}, perm=(0, 2, 1)),
+           cfg({"x": (1, 3, 1)}, perm=(2, 1, 0)))),
+    Axiom("bad_conv_stride_one_output",
+          "WRONG conv(x, w; s) = conv(x, w; stride 1)  (listed only where the output is 1x1)",
+          ("x", "w"),
+          lambda a, v, p: a("Conv", v["x"], v["w"], strides=p["strides"]),
+          lambda a, v, p: a("Conv", v["x"], v["w"]),
+          (cfg({"x": (1, 2, 3, 3), "w": (2, 2, 3, 3)}, strides=(2, 2)),
+           cfg({"x": (2, 1, 2, 2), "w": (1, 1, 2, 2)}, strides=(3, 3)),
+           cfg({"x": (1, 3, 1, 1), "w": (2, 3, 1, 1)}, strides=(2, 2)))),
+    Axiom("bad_conv_bias_add_width",
+          "WRONG conv(x, w) + c = conv(x, w, reshape(c, (M,)))  for c of shape (1, 1, 1, M): it "
+          "broadcasts on the width (listed only with one output channel)",
+          ("x", "w", "c"),
+          lambda a, v, p: a("Add", a("Conv", v["x"], v["w"]), v["c"]),
+          lambda a, v, p: a("Conv", v["x"], v["w"], a("Reshape", v["c"], shape=(-1,))),
+          (cfg({"x": (1, 2, 3, 3), "w": (1, 2, 1, 1), "c": (1, 1, 1, 1)}),
+           cfg({"x": (2, 1, 3, 3), "w": (1, 1, 3, 3), "c": (1, 1, 1, 1)}),
+           cfg({"x": (1, 3, 4, 4), "w": (1, 3, 3, 3), "c": (1, 1, 1, 1)}))),
+    Axiom("bad_gemm_transb_1x1", "WRONG gemm(A, B, C; tB=1) = A @ B + C  (listed only with 1x1 B)",
+          ("A", "B", "C"),
+          lambda a, v, p: a("Gemm", v["A"], v["B"], v["C"], transB=1),
+          lambda a, v, p: a("Add", a("MatMul", v["A"], v["B"]), v["C"]),
+          (cfg({"A": (2, 1), "B": (1, 1), "C": (2, 1)}), cfg({"A": (3, 1), "B": (1, 1), "C": (1,)}),
+           cfg({"A": (1, 1), "B": (1, 1), "C": ()}))),
+)
 
 
 MUTANTS = (
@@ -245,4 +315,16 @@ MUTANTS = (
           lambda a, v, p: a("Mul", v["x"], a("Mul", a("Clip", a("Add", v["x"], _fill(a, 3.0)), min=0.0, max=6.0),
                                              _fill(a, 0.1667))),
           UNARY, exactness=Exactness.ROUNDS_CONSTANTS, exact_constants={0.1667: Fraction(1, 6)}),
+    Axiom("bad_bn_decompose_no_epsilon", "WRONG bn(x) = x * k + (beta - mean * k)  with k = s / sqrt(var)  "
+          "(epsilon dropped)", ("x", "s", "beta", "mean", "var"),
+          lambda a, v, p: a("BatchNormalization", v["x"], v["s"], v["beta"], v["mean"], v["var"],
+                            epsilon=p["epsilon"]),
+          lambda a, v, p: a("Add", a("Mul", v["x"], _per_channel(a, v["s"], v["var"])),
+                            a("Reshape", a("Sub", v["beta"], a("Mul", v["mean"], a(
+                                "Div", v["s"], a("Sqrt", v["var"])))), shape=(-1, 1, 1))),
+          (cfg({"x": (1, 2, 2, 2), "s": (2,), "beta": (2,), "mean": (2,), "var": (2,)}, epsilon=1e-5),
+           cfg({"x": (2, 3, 1, 2), "s": (3,), "beta": (3,), "mean": (3,), "var": (3,)}, epsilon=1e-3),
+           cfg({"x": (1, 1, 3, 3), "s": (1,), "beta": (1,), "mean": (1,), "var": (1,)}, epsilon=1e-5)),
+          positive=frozenset({"var"})),
+    *DEGENERATE,
 )

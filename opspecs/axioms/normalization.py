@@ -37,7 +37,8 @@ AXIOMS = (
           (cfg(_bn_shapes((1, 2, 2, 2), 2), epsilon=1e-5, rank=4),
            cfg(_bn_shapes((2, 3), 3), epsilon=1e-3, rank=2),
            cfg(_bn_shapes((1, 2, 3), 2), epsilon=1e-5, rank=3)),
-          positive=STATS, exactness=Exactness.REASSOCIATES),
+          positive=STATS, exactness=Exactness.REASSOCIATES,
+          condition=lambda s, p: len(s["x"]) == p["rank"]),  # reshaped (C, 1, ...) fits x's rank
     Axiom("bn_fold_conv",
           "bn(conv(x, w, b)) = conv(x, w * k[:,None,None,None], (b - mean) * k + beta)",
           ("x", "w", "b", "s", "beta", "mean", "var"),

@@ -4,6 +4,13 @@ Symbolic evaluation runs the same NumPy semantics on object arrays of Z3 reals
 and asks Z3 to prove ``lhs == rhs`` elementwise; non-polynomial scalar
 functions are uninterpreted, so a proof holds for every such function.  A
 failed check carries a ready-to-run reproducer.
+
+The listed configs are not trusted alone (they may be degenerate: 1x1 matrices commute):
+`validate_axiom` also checks the axiom numerically on configs it draws near each listed
+one (`draws`: other dims, strides, pads, axes, permutations), keeping the draws that
+satisfy the side condition and where both sides pass the specs' shape inference; the
+others are counted (`AxiomReport.skipped_draws`). Every numeric check also compares each
+operator's inferred output shape with the shape its NumPy semantics produce.
 """
 
 from __future__ import annotations
@@ -17,17 +24,22 @@ from fractions import Fraction
 import numpy as np
 import z3
 
-from taso.opspecs._types import Exactness
+from taso.opspecs._registry import spec_by_name
+from taso.opspecs._types import Exactness, ShapeError
 from taso.opspecs._z3 import as_real, symbolic_array
 from taso.opspecs.axioms._core import ArrayAlgebra, Axiom, AxiomConfig
+from taso.opspecs.axioms.draws import FIXED, param_draws, pattern, seed_of, shape_draws
 
 SYMBOLIC_MAX_ELEMENTS = 400  # skip symbolic evaluation of configs larger than this
 SYMBOLIC_TIMEOUT_MS = 20_000
+DRAWS_PER_CONFIG = 4  # drawn configs kept near each listed config
+DRAW_TRIES = 16  # candidates tried near each listed config
 
 
 class Method(enum.Enum):
     NUMERIC = "numeric"
     SYMBOLIC = "symbolic"
+    DRAWN = "drawn"  # numeric, on a config drawn near a listed one (`AxiomCheck.config`)
 
 
 class Status(enum.Enum):
@@ -48,12 +60,14 @@ class AxiomCheck:
     detail: str
     seconds: float
     reproducer: str = ""
+    config: AxiomConfig | None = None  # the config checked, for a drawn one
 
 
 @dataclass(frozen=True)
 class AxiomReport:
     axiom: str
     checks: tuple[AxiomCheck, ...]
+    skipped_draws: int = 0  # drawn configs outside the side condition or not type-checking
 
     @property
     def ok(self) -> bool:
@@ -146,23 +160,78 @@ def _condition_error(axiom: Axiom, config: AxiomConfig) -> str:
 
 
 def check_numeric(axiom: Axiom, index: int, *, seed: int = 0, trials: int = 2) -> AxiomCheck:
-    """lhs and rhs agree (relative 1e-9) on random float64 tensors."""
-    config, start = axiom.configs[index], time.perf_counter()
+    """lhs and rhs agree (relative 1e-9) on random float64 tensors of a listed config."""
+    detail, seconds = _numeric(axiom, axiom.configs[index], seed, trials)
+    return AxiomCheck(axiom.name, index, Method.NUMERIC, _status(detail), detail or "agree",
+                      seconds, reproducer(axiom, index, Method.NUMERIC, seed) if detail else "")
+
+
+def check_config(axiom: Axiom, config: AxiomConfig, *, seed: int = 0, trials: int = 2,
+                 index: int = -1) -> AxiomCheck:
+    """`check_numeric` on any config: one drawn by `draw_configs` (numbered `index`)."""
+    detail, seconds = _numeric(axiom, config, seed, trials)
+    return AxiomCheck(axiom.name, index, Method.DRAWN, _status(detail), detail or "agree",
+                      seconds, drawn_reproducer(axiom, config, seed) if detail else "", config)
+
+
+def drawn_reproducer(axiom: Axiom, config: AxiomConfig, seed: int) -> str:
+    """Python snippet re-running the numeric check of one drawn config."""
+    return (
+        "from taso.opspecs.axioms import AxiomConfig, find_axiom\n"
+        "from taso.opspecs.axioms.validate import check_config\n"
+        f"axiom = find_axiom({axiom.name!r})\n"
+        f"config = AxiomConfig({dict(config.shapes)!r}, {dict(config.params)!r})\n"
+        f"print(check_config(axiom, config, seed={seed}))"
+    )
+
+
+def _status(detail: str) -> Status:
+    return Status.FAILED if detail else Status.PASSED
+
+
+def _numeric(axiom: Axiom, config: AxiomConfig, seed: int, trials: int) -> tuple[str, float]:
+    """What differs ('' if nothing) on `trials` random tensor sets, and the seconds taken."""
+    start = time.perf_counter()
     detail = _condition_error(axiom, config)
     rng = np.random.default_rng(seed)
     for _ in range(trials if not detail else 0):
         try:
             inputs = _random_inputs(axiom, config, rng)
-            lhs, rhs = axiom.sides(_algebra(axiom, symbolic=False), inputs, axiom.bind(config))
-            detail = _compare_numeric(lhs, rhs)
+            algebra = _InferenceChecked(_algebra(axiom, symbolic=False))
+            lhs, rhs = axiom.sides(algebra, inputs, axiom.bind(config))
+            detail = algebra.mismatch or _compare_numeric(lhs, rhs)
         except (ValueError, IndexError, TypeError, KeyError) as err:
             detail = f"evaluation error: {type(err).__name__}: {err}"
         if detail:
             break
-    status = Status.FAILED if detail else Status.PASSED
-    return AxiomCheck(axiom.name, index, Method.NUMERIC, status, detail or "agree",
-                      time.perf_counter() - start,
-                      reproducer(axiom, index, Method.NUMERIC, seed) if detail else "")
+    return detail, time.perf_counter() - start
+
+
+class _InferenceChecked:
+    """An algebra that also checks each operator's inferred output shapes against the
+    shapes its NumPy semantics produce (`mismatch`: the first disagreement, or '')."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner, self.mismatch = inner, ""
+
+    def __call__(self, op: str, *inputs: object, **params: object) -> object:
+        out = self.inner(op, *inputs, **params)  # type: ignore[operator]
+        if not self.mismatch:
+            self.mismatch = _inference_mismatch(op, [np.shape(v) for v in inputs], params,
+                                                out if isinstance(out, tuple) else (out,))
+        return out
+
+
+def _inference_mismatch(op: str, shapes: list[tuple[int, ...]], params: Mapping[str, object],
+                        outs: tuple) -> str:
+    try:
+        inferred = [tuple(s) for s in spec_by_name(op).infer_shapes(shapes, params)]
+    except ShapeError as err:
+        return f"shape inference refuses {op}{shapes}, which NumPy evaluates: {err}"
+    actual = [np.shape(o) for o in outs]
+    if inferred != actual:
+        return f"shape inference of {op}{shapes} gives {inferred}, NumPy gives {actual}"
+    return ""
 
 
 def _compare_numeric(lhs: tuple, rhs: tuple) -> str:
@@ -233,12 +302,101 @@ def _short_model(model: z3.ModelRef, limit: int = 6) -> str:
     return ", ".join(items) + (" ..." if len(model.decls()) > limit else "")
 
 
-def validate_axiom(axiom: Axiom, *, seed: int = 0) -> AxiomReport:
-    """Numeric check on every config, symbolic proof on every small-enough config."""
+# -- drawn configs -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Shaped:
+    """A tensor known only by its shape (the values of `ShapeAlgebra`)."""
+
+    dims: tuple[int, ...]
+
+
+class ShapeAlgebra:
+    """Runs the specs' shape inference: raises `ShapeError` where an operator refuses."""
+
+    def __call__(self, op: str, *inputs: _Shaped, **params: object) -> object:
+        outs = spec_by_name(op).infer_shapes([i.dims for i in inputs], params)
+        shaped = tuple(_Shaped(tuple(int(d) for d in o)) for o in outs)
+        return shaped[0] if len(shaped) == 1 else shaped
+
+
+@dataclass(frozen=True)
+class Draws:
+    configs: tuple[AxiomConfig, ...]  # drawn, admissible, new
+    skipped: int  # drawn but outside the side condition or not type-checking
+
+
+_REFUSED = (ValueError, IndexError, TypeError, KeyError, ArithmeticError)
+
+
+def admissible(axiom: Axiom, config: AxiomConfig) -> bool:
+    """The side condition holds and both sides pass the specs' shape inference."""
+    variables = {n: _Shaped(tuple(int(d) for d in config.shapes[n])) for n in axiom.inputs}
+    try:
+        if not axiom.condition(config.shapes, config.params):
+            return False
+        axiom.sides(ShapeAlgebra(), variables, axiom.bind(config))
+    except _REFUSED:  # ShapeError is a ValueError
+        return False
+    return True
+
+
+def draw_configs(axiom: Axiom, *, per_config: int = DRAWS_PER_CONFIG, seed: int = 0) -> Draws:
+    """Up to `per_config` admissible configs drawn near each listed one (seeded by the
+    axiom's name, `seed` and the listed config's index)."""
+    kept: list[AxiomConfig] = []
+    skipped, seen = 0, {_config_key(c) for c in axiom.configs}
+    listed = [dict(c.params) for c in axiom.configs]
+    for index, config in enumerate(axiom.configs if per_config > 0 else ()):
+        rng = np.random.default_rng(seed_of(axiom.name, seed, index))
+        found = 0
+        for candidate in _candidates(config, listed, rng):
+            key = _config_key(candidate)
+            if key in seen:
+                continue
+            seen.add(key)
+            if admissible(axiom, candidate):
+                kept.append(candidate)
+                found += 1
+                if found == per_config:
+                    break
+            else:
+                skipped += 1
+    return Draws(tuple(kept), skipped)
+
+
+def _candidates(config: AxiomConfig, listed: list[dict], rng: np.random.Generator) -> Iterator[AxiomConfig]:
+    """Shape draws (a fixed draw with the listed parameters, a random one with new
+    parameters every other time), and after every second one new parameters alone."""
+    def rank(shapes: Mapping) -> int:
+        return max((len(s) for s in shapes.values()), default=0)
+
+    for attempt, (draw, shapes) in enumerate(shape_draws(config.shapes, rng, DRAW_TRIES)):
+        listed_params = draw in FIXED or attempt % 4 == 1
+        yield AxiomConfig(shapes, dict(config.params) if listed_params else
+                          param_draws(config.params, listed, rank(shapes), rng))
+        if attempt % 2:
+            yield AxiomConfig(dict(config.shapes), param_draws(config.params, listed,
+                                                               rank(config.shapes), rng))
+
+
+def _config_key(config: AxiomConfig) -> str:
+    """Draws with equal keys test the same thing (`draws.pattern`, same parameters)."""
+    return repr((pattern(config.shapes), sorted(config.params.items(), key=lambda kv: kv[0])))
+
+
+def validate_axiom(axiom: Axiom, *, seed: int = 0, draws: int = DRAWS_PER_CONFIG) -> AxiomReport:
+    """Numeric check on every listed config, symbolic proof on every small-enough one, and
+    a numeric check on up to `draws` configs drawn near each listed one (0: none)."""
     if len(axiom.configs) < 3:
         raise ValueError(f"axiom {axiom.name} has {len(axiom.configs)} configs; 3 required")
     checks = []
     for i in range(len(axiom.configs)):
         checks.append(check_numeric(axiom, i, seed=seed + i))
         checks.append(check_symbolic(axiom, i))
-    return AxiomReport(axiom.name, tuple(checks))
+    drawn = draw_configs(axiom, per_config=draws, seed=seed)
+    for j, config in enumerate(drawn.configs):
+        checks.append(check_config(axiom, config, seed=seed + len(axiom.configs) + j,
+                                   trials=1, index=len(axiom.configs) + j))
+    return AxiomReport(axiom.name, tuple(checks), drawn.skipped)

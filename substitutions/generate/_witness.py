@@ -6,18 +6,28 @@ list of configs ``{"shapes": {...}, "bindings": {...}, "values": {...}}``, where
 ``values`` fixes small constants such as the 3 of ``x + 3``). A failing witness returns
 a ready-to-run reproducer. `type_error` infers both sides' shapes on the same configs:
 a rule that does not type-check there is reported as such, not run.
+
+The file's configs are not trusted alone: a single 1x1 witness cannot tell x @ y from
+y @ x. `check_witness` also runs `drawn_configs`, configs the checker draws itself near
+the file's (`taso.opspecs.axioms.draws`: every dim >= 2, batch > 1, an extra leading dim,
+broken equalities, random dims), kept where the rule's constraints and shape guards hold
+and both sides type-check to the same output shapes (elsewhere the applier refuses the
+rewrite); a rule whose shapes are pinned by its constraints keeps them.
+Every config gets its own seed, derived from the rule id: runs are reproducible.
 """
 
 from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from taso.opspecs import ShapeError, spec_by_name
+from taso.opspecs.axioms.draws import pattern as dims_pattern
+from taso.opspecs.axioms.draws import seed_of, shape_draws
 from taso.substitutions.rule import (
     ParamExpr,
     ParamVar,
@@ -25,10 +35,14 @@ from taso.substitutions.rule import (
     PatternNode,
     Rule,
     evaluate_expression,
+    rule_to_json,
 )
 
 RTOL = 1e-6
 EVALUATION_ERROR = "evaluation error"
+DRAWS = 3  # configs drawn per rule beyond the file's (fewer where shapes are pinned)
+DRAW_TRIES = 32  # candidates tried near each file config
+_REFUSED = (ShapeError, ValueError, KeyError, IndexError, TypeError, ArithmeticError, NameError)
 
 
 class WitnessOutcome(enum.Enum):
@@ -41,10 +55,11 @@ class WitnessOutcome(enum.Enum):
 @dataclass(frozen=True)
 class WitnessResult:
     ok: bool
-    configs: int
+    configs: int  # the file's configs checked
     detail: str = ""
     reproducer: str = ""
     outcome: WitnessOutcome = WitnessOutcome.AGREE
+    drawn: int = 0  # configs drawn by the checker and checked
 
 
 def witness_configs(rule: Rule) -> list[dict]:
@@ -140,25 +155,86 @@ def check_config(rule: Rule, config: Mapping, seed: int) -> str:
     return ""
 
 
-def check_witness(rule: Rule, *, seed: int = 0) -> WitnessResult:
+def check_witness(rule: Rule, *, seed: int = 0, draws: int = DRAWS) -> WitnessResult:
+    """Source and target agree on every file config and on up to `draws` drawn ones."""
     configs = witness_configs(rule)
     if not configs:
         return WitnessResult(False, 0, "rule has no witness configs",
                              outcome=WitnessOutcome.MISSING)
-    for index, config in enumerate(configs):
-        detail = check_config(rule, config, seed + index)
+    drawn = drawn_configs(rule, count=draws, seed=seed)
+    for index, config in enumerate(configs + drawn):
+        detail = check_config(rule, config, config_seed(rule, index, seed))
         if detail:
             outcome = (WitnessOutcome.ERROR if detail.startswith(EVALUATION_ERROR)
                        else WitnessOutcome.DIFFER)
-            return WitnessResult(False, index, f"config {index}: {detail}",
-                                 reproducer(rule, seed), outcome)
-    return WitnessResult(True, len(configs))
+            where = (f"config {index}" if index < len(configs) else
+                     f"drawn config {index - len(configs)} (shapes {config['shapes']})")
+            return WitnessResult(False, min(index, len(configs)), f"{where}: {detail}",
+                                 reproducer(rule, seed), outcome, max(0, index - len(configs)))
+    return WitnessResult(True, len(configs), drawn=len(drawn))
+
+
+def config_seed(rule: Rule, index: int, seed: int = 0) -> int:
+    """The seed of config `index` (the file's first, then the drawn ones) of `rule`."""
+    return seed_of(rule.id, seed, index) % 2**32
+
+
+def drawn_configs(rule: Rule, *, count: int = DRAWS, seed: int = 0) -> list[dict]:
+    """Up to `count` configs near the file's, drawn round-robin over them (seeded by the
+    rule id, `seed` and the file config's index), where the rule's constraints and shape
+    guards hold and both sides type-check; none that only repeats a file config's pattern
+    of equal, unit and odd dims."""
+    configs = witness_configs(rule)
+    checks = tuple(rule.constraints) + shape_guards(rule)
+    seen = {_config_key(c) for c in configs}
+    streams = [_candidates(c, np.random.default_rng(seed_of(rule.id, seed, "draw", i)))
+               for i, c in enumerate(configs if count > 0 else ())]
+    out: list[dict] = []
+    while streams and len(out) < count:
+        for stream in list(streams):
+            candidate = next(stream, None)
+            if candidate is None:
+                streams.remove(stream)
+            elif _config_key(candidate) not in seen and len(out) < count:
+                seen.add(_config_key(candidate))
+                if _admissible(rule, candidate, checks):
+                    out.append(candidate)
+    return out
+
+
+def _candidates(config: Mapping, rng: np.random.Generator) -> Iterator[dict]:
+    shapes = {k: tuple(v) for k, v in config.get("shapes", {}).items()}
+    for _, drawn in shape_draws(shapes, rng, DRAW_TRIES):
+        yield {**config, "shapes": {k: list(v) for k, v in drawn.items()}}
+
+
+def _config_key(config: Mapping) -> str:
+    shapes = {k: tuple(v) for k, v in config.get("shapes", {}).items()}
+    return repr((dims_pattern(shapes), sorted(config.get("bindings", {}).items())))
+
+
+def _admissible(rule: Rule, config: Mapping, checks: tuple[str, ...]) -> bool:
+    """The constraints hold (every input may be a constant; `value` reads the config's
+    values), both sides pass the specs' shape inference and give each mapped output one
+    shape (where they do not, the applier refuses the rewrite: a computed shape that
+    contradicts a known one)."""
+    shapes = {k: tuple(v) for k, v in config["shapes"].items()}
+    bindings = {k: _untuple(v) for k, v in config.get("bindings", {}).items()}
+    values = config.get("values", {})
+    env = {**bindings, "shape": shapes.__getitem__, "rank": lambda n: len(shapes[n]),
+           "is_const": lambda n: True, "value": values.get}
+    try:
+        if not all(evaluate_expression(c, env) for c in checks):
+            return False
+        source, target = (infer_pattern_shapes(side, shapes, bindings)
+                          for side in (rule.source, rule.target))
+    except _REFUSED:
+        return False
+    return all(source[a] == target[b] for a, b in rule.outputs)
 
 
 def reproducer(rule: Rule, seed: int) -> str:
     """A Python snippet that re-runs the failing witness."""
-    from taso.substitutions.rule import rule_to_json
-
     text = json.dumps(rule_to_json(rule), sort_keys=True)
     return ("import json\n"
             "from taso.substitutions.rule import rule_from_json\n"
@@ -197,7 +273,5 @@ def shape_guards(rule: Rule) -> tuple[str, ...]:
 
 def guarded(rule: Rule) -> Rule:
     """`rule` with its `shape_guards` added (a narrower rule: its proof still holds)."""
-    from dataclasses import replace
-
     extra = shape_guards(rule)
     return replace(rule, constraints=rule.constraints + extra).validate() if extra else rule
