@@ -89,6 +89,10 @@ class OpSpec:
     decomposition_exactness: Exactness = Exactness.EXACT  # how its decomposition computes it
     polynomial: bool = True  # symbolic evaluation needs no uninterpreted scalar functions
     commutative: bool = False  # op(a, b) == op(b, a): the matcher tries both operand orders
+    element_moving: bool = False
+    """Every output element is an input element (moved, selected or copied): a rule made of
+    such ops holds for integer tensors too. Rules with any other op hold over the reals
+    (float tensors) only: integer division and overflow are not real arithmetic."""
 
     # -- parameters ---------------------------------------------------------------
     def param(self, name: str) -> ParamSpec:

@@ -52,6 +52,7 @@ SPEC = OpSpec(
     math="Concat(x1..xn; axis) = [x1 | x2 | ... | xn] along axis",
     onnx_ops=("Concat",),
     kind=OpKind.ONNX,
+    element_moving=True,
     lowering=Lowering.NODE,
     arity=(1, None),
     params=(ParamSpec("axis", ParamKind.INT, None),),

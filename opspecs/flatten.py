@@ -47,6 +47,7 @@ SPEC = OpSpec(
     math="Flatten(x; axis) = reshape(x, (prod(dims[:axis]), prod(dims[axis:])))",
     onnx_ops=("Flatten",),
     kind=OpKind.ONNX,
+    element_moving=True,
     lowering=Lowering.NODE,
     arity=(1, 1),
     params=(ParamSpec("axis", ParamKind.INT, 1),),

@@ -69,6 +69,7 @@ SPEC = OpSpec(
     math="Reshape(x; shape) = x with its row-major elements laid out in `shape`",
     onnx_ops=("Reshape",),
     kind=OpKind.ONNX,
+    element_moving=True,
     lowering=Lowering.NODE,
     arity=(1, 1),
     params=PARAMS,

@@ -60,6 +60,7 @@ SPEC = OpSpec(
     math="Split(x; axis, sizes) = (x[.., 0:s1, ..], x[.., s1:s1+s2, ..], ...)",
     onnx_ops=("Split",),
     kind=OpKind.ONNX,
+    element_moving=True,
     lowering=Lowering.NODE,
     arity=(1, 1),
     params=PARAMS,

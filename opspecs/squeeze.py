@@ -49,6 +49,7 @@ SPEC = OpSpec(
     math="Squeeze(x; axes) = x without the listed size-1 axes",
     onnx_ops=("Squeeze",),
     kind=OpKind.ONNX,
+    element_moving=True,
     lowering=Lowering.NODE,
     arity=(1, 1),
     params=PARAMS,

@@ -45,6 +45,7 @@ SPEC = OpSpec(
     math="Transpose(x; perm)[i_perm[0], ..., i_perm[r-1]] = x[i_0, ..., i_{r-1}]",
     onnx_ops=("Transpose",),
     kind=OpKind.ONNX,
+    element_moving=True,
     lowering=Lowering.NODE,
     arity=(1, 1),
     params=(ParamSpec("perm", ParamKind.INTS, None),),

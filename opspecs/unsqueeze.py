@@ -54,6 +54,7 @@ SPEC = OpSpec(
     math="Unsqueeze(x; axes) = x with size-1 axes inserted at output positions `axes`",
     onnx_ops=("Unsqueeze",),
     kind=OpKind.ONNX,
+    element_moving=True,
     lowering=Lowering.NODE,
     arity=(1, 1),
     params=PARAMS,

@@ -16,7 +16,10 @@ A complete binding is refused when
   - a constraint is false or undecidable on symbolic shapes (see `_constraints`),
   - the rewrite would create a cycle (see `_creates_cycle`),
   - the rule is not bit-exact (`rule.exactness` is not EXACT) and the match breaks one of
-    its exactness guards, below.
+    its exactness guards, below,
+  - a value it binds or computes is not a float tensor, unless every op of the rule only
+    moves elements (`OpSpec.element_moving`): the specs' semantics are real arithmetic,
+    and `x / 2` on int64 is not `x * (1 / 2)` (a YOLOv8n export's Slice bounds).
 
 Exactness guards: what `--no-check` (`optimize_onnx(check=False)`) may and may not change.
 A `reassociates` rule holds over the reals; in floats it may round differently (`x / 3`
@@ -123,6 +126,7 @@ class _Search:
         self.compiled = compiled
         self.values = ConstantValues(index)
         self.exactness = emitted_exactness(compiled.rule, index.opset)  # once per search, not per match
+        self.floats_only = not _moves_elements_only(compiled.rule)
 
     # ----- seeds ---------------------------------------------------------------------------
     def run(self, near: Collection[int] | None) -> Iterator[_State]:
@@ -239,7 +243,15 @@ class _Search:
             and self._constraints_hold(state)
             and not _creates_cycle(self.index, self.compiled, state)
             and self._exactness_guards_hold(state)
+            and self._element_types_hold(state)
         )
+
+    def _element_types_hold(self, state: _State) -> bool:
+        if not self.floats_only:
+            return True
+        types = self.graph.types
+        names = (*state.tensors.values(), *state.values.values())
+        return all(name in types and types[name].elem_type in _FLOAT_TYPES for name in names)
 
     def _inputs_outside(self, state: _State) -> bool:
         computed = set(state.values.values())
@@ -290,6 +302,11 @@ def emitted_exactness(rule: Rule, opset: int) -> Exactness:
             if spec.decomposition_exactness is not Exactness.EXACT:
                 return spec.decomposition_exactness
     return Exactness.EXACT
+
+
+def _moves_elements_only(rule: Rule) -> bool:
+    nodes = (*rule.source.nodes, *rule.target.nodes)
+    return all(spec_by_name(node.op).element_moving for node in nodes)
 
 
 def _bind_params(bound: Mapping[str, object], node: CompiledNode, view: NodeView) -> dict[str, object] | None:
