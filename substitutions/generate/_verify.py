@@ -1,16 +1,19 @@
-"""`taso-gen verify`: re-prove every rule of a rule file and re-run its numeric witness.
+"""`taso-gen verify`: re-prove every rule of a rule file, re-run its numeric witness and
+look for a counterexample of its own.
 
 Every rule gets a `Verdict`, whatever happens to the others:
 
 1. `ILL_TYPED` when its source or target does not type-check on a witness config
    (the specs' shape inference refuses an operator's inputs or parameters);
-2. `REFUTED` when the witness finds inputs where source and target differ (the
-   counterexample is a ready-to-run reproducer), or the prover refutes it;
+2. `REFUTED` when the witness finds inputs where source and target differ, or the
+   refuter (`_refute`: configurations it draws from the rule's constraints, numeric
+   search, then element-wise Z3) finds some, even where the prover claimed a proof (the
+   counterexample is a ready-to-run reproducer); or when the prover refutes it;
 3. `PROVED` when the prover proves it and the witness agrees;
 4. `UNKNOWN` otherwise (the prover ran out of its resource limit, the witness is
    missing or could not be evaluated).
 
-Proof times are measured with `time.perf_counter` around each proof.
+Proof and refutation times are measured with `time.perf_counter` around each.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from taso.opspecs import ShapeError
 from taso.substitutions.generate._axiom_bank import find_axiom
 from taso.substitutions.generate._axiom_rules import rules_from_axiom
 from taso.substitutions.generate._prove import DEFAULT_RLIMIT, prove
+from taso.substitutions.generate._refute import Refutation, refute
 from taso.substitutions.generate._witness import (
     WitnessOutcome,
     check_witness,
@@ -59,6 +63,8 @@ class RuleCheck:
     detail: str = ""
     verdict: Verdict = Verdict.UNKNOWN
     counterexample: str = ""  # a Python snippet that re-runs the failing witness
+    refuted_by: str = ""  # "witness", "numeric" or "z3": what found the counterexample
+    refute_seconds: float = 0.0  # the refuter's time
 
     @property
     def ok(self) -> bool:
@@ -70,6 +76,9 @@ def verify_rule(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT) -> RuleCheck:
     problem = type_error(rule)
     if problem:
         return RuleCheck(rule.id, ProofStatus.UNCHECKED, False, 0.0, problem, Verdict.ILL_TYPED)
+    start = time.perf_counter()
+    refutation = _refute(rule)
+    refute_seconds = time.perf_counter() - start
     try:
         proof = _prove(rule, rlimit)
         witness = check_witness(rule)
@@ -77,19 +86,36 @@ def verify_rule(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT) -> RuleCheck:
         return RuleCheck(rule.id, ProofStatus.UNCHECKED, False, 0.0, str(err), Verdict.ILL_TYPED)
     except Exception as err:  # noqa: BLE001 - one rule's failure must not stop the file
         detail = f"verification failed: {type(err).__name__}: {err}"
-        return RuleCheck(rule.id, ProofStatus.UNCHECKED, False, 0.0, detail, Verdict.UNKNOWN)
-    verdict = _verdict(proof.status, witness.outcome)
+        if refutation is not None:
+            return RuleCheck(rule.id, ProofStatus.UNCHECKED, False, 0.0, detail, Verdict.REFUTED,
+                             refutation.reproducer, refutation.method.value, refute_seconds)
+        return RuleCheck(rule.id, ProofStatus.UNCHECKED, False, 0.0, detail, Verdict.UNKNOWN,
+                         refute_seconds=refute_seconds)
+    verdict = _verdict(proof.status, witness.outcome, refutation)
     said = f"prover: {proof.status.value}" + (f" ({proof.detail})" if proof.detail else "")
-    detail = "; ".join(d for d in (said if proof.detail else "", witness.detail) if d)
+    found = f"counterexample ({refutation.method.value}): {refutation.detail}" if refutation else ""
+    detail = "; ".join(d for d in (said if proof.detail else "", witness.detail, found) if d)
     if verdict is Verdict.REFUTED and proof.status is ProofStatus.PROVED:
         detail += " (the prover claimed a proof)"
-    counterexample = witness.reproducer if witness.outcome is WitnessOutcome.DIFFER else ""
+    counterexample, refuted_by = "", ""
+    if witness.outcome is WitnessOutcome.DIFFER:
+        counterexample, refuted_by = witness.reproducer, "witness"
+    elif refutation is not None:
+        counterexample, refuted_by = refutation.reproducer, refutation.method.value
     return RuleCheck(rule.id, proof.status, witness.ok, proof.seconds, detail, verdict,
-                     counterexample)
+                     counterexample, refuted_by, refute_seconds)
 
 
-def _verdict(proof: ProofStatus, witness: WitnessOutcome) -> Verdict:
-    if witness is WitnessOutcome.DIFFER or proof is ProofStatus.REFUTED:
+def _refute(rule: Rule) -> Refutation | None:
+    try:
+        return refute(rule)
+    except Exception:  # noqa: BLE001 - a refuter failure leaves the verdict to the prover
+        return None
+
+
+def _verdict(proof: ProofStatus, witness: WitnessOutcome,
+             refutation: Refutation | None) -> Verdict:
+    if witness is WitnessOutcome.DIFFER or refutation is not None or proof is ProofStatus.REFUTED:
         return Verdict.REFUTED
     if proof is ProofStatus.PROVED and witness is WitnessOutcome.AGREE:
         return Verdict.PROVED
@@ -133,19 +159,21 @@ def _body(data: dict) -> str:
 
 
 def summary(checks: list[RuleCheck]) -> dict:
-    """Rule count, proved (``ok``), witness failures, the count of each verdict, and the
-    total proof time in seconds."""
+    """Rule count, proved (``ok``), witness failures, the count of each verdict, the
+    total proof time and the total refutation time in seconds."""
     counts = Counter(c.verdict.value for c in checks)
     return {"rules": len(checks), "ok": sum(c.ok for c in checks),
             "witness_failed": sum(not c.witness_ok for c in checks),
             **{v.value: counts[v.value] for v in Verdict},
-            "seconds": round(sum(c.seconds for c in checks), 3)}
+            "seconds": round(sum(c.seconds for c in checks), 3),
+            "refute_seconds": round(sum(c.refute_seconds for c in checks), 3)}
 
 
 def check_json(check: RuleCheck) -> dict:
     return {"id": check.rule, "verdict": check.verdict.value, "proof": check.status.value,
             "witness": check.witness_ok, "seconds": round(check.seconds, 6),
-            "detail": check.detail, "counterexample": check.counterexample}
+            "detail": check.detail, "counterexample": check.counterexample,
+            "refuted_by": check.refuted_by, "refute_seconds": round(check.refute_seconds, 6)}
 
 
 def checks_json(checks: list[RuleCheck], **extra: object) -> str:

@@ -1,0 +1,89 @@
+"""The refuter finds counterexamples of its own (issue 19, item 2): configurations drawn
+from a rule's constraints (never its witness), numeric search, then element-wise Z3; a
+refutation overrides a claimed proof in `verify_rule`, and right rules stay unrefuted."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from taso.substitutions.generate import _verify
+from taso.substitutions.generate._refute import Method, compare_sides, refute
+from taso.substitutions.generate._refute_configs import choose_configs, constraints_hold
+from taso.substitutions.generate._verify import Verdict, verify_rule
+from taso.substitutions.rule import ProofStatus, Rule, load_rules
+from tests.helpers.rules import ANY, LIBRARY, node, relu_is_identity, rule
+
+
+def _run(snippet: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(snippet, {})  # noqa: S102 - the reproducer is ours
+    return out.getvalue().strip()
+
+
+def _trapezoid() -> Rule:
+    """clip(x, 4, 5) + 2 - clip(x, 6, 7) = x - x: wrong only for 4 < x < 7, a band the
+    numeric search's draws (|x| <= 3, or uniform over +-1000) almost never hit."""
+    return rule(
+        "wrong-trapezoid", "clip(x, 4, 5) + 2 - clip(x, 6, 7) = 0", [("x", ANY)],
+        [node("n0", "Clip", "x", min=4.0, max=5.0), node("k", "ConstFill", shape=(), value=2.0),
+         node("n1", "Add", "n0", "k"), node("n2", "Clip", "x", min=6.0, max=7.0),
+         node("n3", "Sub", "n1", "n2")],
+        [node("t0", "Sub", "x", "x")], [("n3", "t0")])
+
+
+def test_a_wrong_rule_is_refuted_numerically_with_a_reproducer() -> None:
+    found = refute(relu_is_identity())
+    assert found is not None and found.method is Method.NUMERIC
+    assert _run(found.reproducer).startswith("output a")  # the snippet shows the difference
+
+
+def test_z3_finds_what_the_numeric_search_misses() -> None:
+    found = refute(_trapezoid())
+    assert found is not None and found.method is Method.Z3, found
+    x = found.inputs["x"]
+    assert ((x > 4) & (x < 7)).any()  # the model sits in the band
+    assert _run(found.reproducer)
+
+
+def test_configs_follow_the_constraints_not_the_witness() -> None:
+    conv_bias = next(r for r in load_rules(LIBRARY).rules if r.id == "ax-conv_bias_add")
+    configs = choose_configs(replace(conv_bias, provenance=()), count=4)
+    assert len(configs) >= 2
+    for config in configs:
+        assert constraints_hold(conv_bias, config)
+        assert config.shapes["c"] in ((1, config.shapes["w"][0], 1, 1), (config.shapes["w"][0], 1, 1))
+    assert any(s[0] > 1 for c in configs for s in (c.shapes["x"],))  # a batch above 1
+
+
+def test_pinned_constants_keep_their_value() -> None:
+    hard_swish = next(r for r in load_rules(LIBRARY).rules if r.id == "ax-hard_swish_decompose-rev")
+    for config in choose_configs(hard_swish):
+        assert config.values == {"k0": 3.0, "k1": 6.0}
+    assert refute(hard_swish) is None
+
+
+def test_shipped_rules_are_not_refuted() -> None:
+    rules = load_rules(LIBRARY).rules
+    sample = rules[:: max(len(rules) // 40, 1)]
+    assert [r.id for r in sample if refute(r) is not None] == []
+
+
+def test_a_refutation_overrides_a_claimed_proof(monkeypatch: pytest.MonkeyPatch) -> None:
+    claimed = _verify._Proof(ProofStatus.PROVED, 0.0)
+    monkeypatch.setattr(_verify, "_prove", lambda rule, rlimit: claimed)
+    check = verify_rule(relu_is_identity())
+    assert check.verdict is Verdict.REFUTED and check.refuted_by == "numeric"
+    assert "the prover claimed a proof" in check.detail
+    assert _run(check.counterexample)
+
+
+def test_agreeing_sides_compare_equal_within_rounding() -> None:
+    x = np.array([1e3, -2.5, 0.0])
+    assert compare_sides(relu_is_identity(), {"x": np.abs(x)}, {}) == ""
+    assert compare_sides(relu_is_identity(), {"x": x}, {}) != ""
