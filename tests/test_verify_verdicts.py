@@ -94,12 +94,32 @@ def test_refuted_rule_carries_a_runnable_counterexample(tmp_path: Path,
     assert not namespace["check_witness"](namespace["rule"]).ok
 
 
-def test_unproved_rule_with_a_passing_witness_is_unknown(
+def test_a_wrong_rule_whose_own_witness_passes_is_refuted_by_the_verifiers_search(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """relu(s * x) = s * relu(x) passed its file's witness (s drawn positive) and stayed
+    unknown; the verifier's own configs and adversarial values refute it (issue 19, item 2)."""
     code, report, _ = _verify_json(_write(tmp_path, _unprovable()), capsys)
     (entry,) = report["rules"]
     assert code == cli.EXIT_FAILED
-    assert entry["verdict"] == "unknown" and entry["witness"] and entry["proof"] == "timeout"
+    assert entry["verdict"] == "refuted" and entry["witness"] and entry["counterexample"]
+
+
+def _true_but_unprovable() -> Rule:
+    """tanh(x) = sigmoid(2x) - sigmoid(-2x): true, but no axiom relates sigmoid and tanh."""
+    r = rule("tanh-as-sigmoid", "tanh(x) = sigmoid(2x) - sigmoid(-2x)", [("x", ANY)],
+             [node("n0", "Tanh", "x")],
+             [node("t0", "Add", "x", "x"), node("t1", "Sub", "x", "x"), node("t2", "Sub", "t1", "t0"),
+              node("t3", "Sigmoid", "t0"), node("t4", "Sigmoid", "t2"), node("t5", "Sub", "t3", "t4")],
+             [("n0", "t5")])
+    return _witness(r, {"x": [2, 3]})
+
+
+def test_unproved_rule_the_verifier_cannot_refute_is_unknown(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, _ = _verify_json(_write(tmp_path, _true_but_unprovable()), capsys)
+    (entry,) = report["rules"]
+    assert code == cli.EXIT_FAILED
+    assert entry["verdict"] == "unknown" and entry["witness"] and entry["proof"] != "proved"
 
 
 def test_proof_time_is_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

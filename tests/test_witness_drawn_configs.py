@@ -80,11 +80,15 @@ def test_verify_refutes_a_rule_wrong_only_beyond_its_degenerate_witness() -> Non
     assert not namespace["result"].ok
 
 
-def test_drawn_shapes_where_the_outputs_differ_in_shape_are_skipped() -> None:
+def test_drawn_shapes_where_the_outputs_differ_in_shape_refute_the_rule() -> None:
+    """A rule whose sides give different shapes where its constraints hold is wrong as
+    stated: its constraints miss a condition (the global_avgpool_as_avgpool rules did), and
+    the applier refuses a contradicting shape only where both shapes are known."""
     rule = rule_from_json(SHAPE_BOUND_RULE)
     drawn = drawn_configs(rule)
-    assert drawn and all(c["shapes"]["x"][2:] == [1, 1] for c in drawn)
-    assert check_witness(rule).ok
+    assert any(c["shapes"]["x"][2:] != [1, 1] for c in drawn)
+    result = check_witness(rule)
+    assert not result.ok and result.outcome is WitnessOutcome.DIFFER and "shape" in result.detail
 
 
 def test_free_shapes_get_three_drawn_configs_with_a_non_degenerate_one() -> None:

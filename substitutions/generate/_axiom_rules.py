@@ -98,6 +98,7 @@ def _rule(axiom: Axiom, lhs: tuple, rhs: tuple, suffix: str, witness: list[dict]
     inputs += tuple(PatternInput(k, TensorRole.CONST) for k in sorted(src.consts))
     values = tuple(f"value({k!r}) == {v!r}" for k, v in sorted(src.consts.items()))
     constraints = RULE_CONSTRAINTS.get(axiom.name, ()) + constraints
+    constraints += _parameter_conditions(axiom, lhs + rhs)
     for config in witness:
         config["shapes"].update({k: [] for k in src.consts})
         config["values"] = dict(src.consts)
@@ -110,6 +111,42 @@ def _rule(axiom: Axiom, lhs: tuple, rhs: tuple, suffix: str, witness: list[dict]
                     tuple(sorted(provenance))).validate())
     except RuleError:
         return None
+
+
+PARAMETER_CONDITIONS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "global_avgpool_as_avgpool": (("AveragePool", "kernel_shape", "tuple(shape('x')[2:]) == {}"),),
+}
+"""Axiom conditions relating an operator's parameter to input shapes, as rule constraints
+(op, parameter, template): `{}` becomes the rule's parameter variable where it keeps one,
+else the literal it was built with. Without it ``AveragePool(x; kernel 3x3) ->
+GlobalAveragePool(x)`` matched x of unknown H and W (the applier refuses a contradicting
+shape only where both are known)."""
+
+
+def _parameter_conditions(axiom: Axiom, terms: tuple) -> tuple[str, ...]:
+    out = []
+    for op, key, template in PARAMETER_CONDITIONS.get(axiom.name, ()):
+        value = _parameter_of(terms, op, key)
+        if value is not None:
+            out.append(template.format(value))
+    return tuple(out)
+
+
+def _parameter_of(terms: tuple, op: str, key: str) -> str | None:
+    """`tuple(var)` where the op's parameter is a variable, else its literal, else None."""
+    for term in terms:
+        if not isinstance(term, Term):
+            continue
+        if term.op == op:
+            value = dict(term.params).get(key)
+            if isinstance(value, ParamVar):
+                return f"tuple({value.name})"
+            if value is not None:
+                return repr(tuple(value)) if isinstance(value, list | tuple) else repr(value)
+        found = _parameter_of(term.inputs, op, key)
+        if found is not None:
+            return found
+    return None
 
 
 def _witness(axiom: Axiom, *, bind: bool) -> list[dict]:

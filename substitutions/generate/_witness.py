@@ -215,9 +215,10 @@ def _config_key(config: Mapping) -> str:
 
 def _admissible(rule: Rule, config: Mapping, checks: tuple[str, ...]) -> bool:
     """The constraints hold (every input may be a constant; `value` reads the config's
-    values), both sides pass the specs' shape inference and give each mapped output one
-    shape (where they do not, the applier refuses the rewrite: a computed shape that
-    contradicts a known one)."""
+    values) and both sides pass the specs' shape inference. Sides that give a mapped output
+    two shapes are kept: the rule is wrong as stated (its constraints miss a condition;
+    the applier refuses a contradicting shape only where both shapes are known), and the
+    witness reports the two shapes."""
     shapes = {k: tuple(v) for k, v in config["shapes"].items()}
     bindings = {k: _untuple(v) for k, v in config.get("bindings", {}).items()}
     values = config.get("values", {})
@@ -226,11 +227,11 @@ def _admissible(rule: Rule, config: Mapping, checks: tuple[str, ...]) -> bool:
     try:
         if not all(evaluate_expression(c, env) for c in checks):
             return False
-        source, target = (infer_pattern_shapes(side, shapes, bindings)
-                          for side in (rule.source, rule.target))
+        for side in (rule.source, rule.target):
+            infer_pattern_shapes(side, shapes, bindings)
     except _REFUSED:
         return False
-    return all(source[a] == target[b] for a, b in rule.outputs)
+    return True
 
 
 def reproducer(rule: Rule, seed: int) -> str:
