@@ -18,7 +18,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
@@ -35,57 +35,33 @@ from taso._model_io import (
 )
 from taso._onnx_import import import_model
 from taso.backends import AnalyticalCostModel, ShapeProfile
-from taso.backends.compare import ReferenceRun, compare_outputs, run_reference, runnable
+from taso.backends.compare import ReferenceRun, run_reference
 from taso.backends.graph_cost import Folds, MeasuredCostModel
 from taso.backends.kernel_cost import KernelCostModel, weight_bytes
 from taso.backends.ort_backends import OrtCpuBackend, OrtCudaBackend
-from taso.backends.profiles import check_profile_names, input_shapes
+from taso.backends.profiles import check_profile_names
 from taso.backends.registry import BackendSpec, Pricing, backend_spec
 from taso.errors import BackendError, TasoWarning, UsageError
 from taso.ir import Graph
 from taso.pipeline._bodies import body_node_count, optimize_bodies
-from taso.pipeline._canonical import SIMPLIFICATIONS, Canonical, canonicalize
+from taso.pipeline._canonical import Canonical, canonicalize
+from taso.pipeline._choose import OptimizeResult, Phases, check_and_choose, source
 from taso.pipeline._decide import (
     MAX_JUDGED_MS,
-    MIN_SPEEDUP,
     Device,
-    Duel,
     MeasuredJudge,
-    cpu,
     decide_seconds,
 )
 from taso.pipeline._export import export
 from taso.pipeline._html import report_html as render_html
 from taso.pipeline._provenance import call_record
 from taso.pipeline._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, run_search
-from taso.pipeline._summary import model_bytes, op_counts
 from taso.pipeline.budget import Budget
-from taso.report import CheckStatus, Decision, Latency, Report, StopReason, SweepRecord
+from taso.report import StopReason
 from taso.search import CostModel, SearchProgress
 from taso.search.guarded import GuardedCost, describe, guarded_judge
 from taso.search.sweep import SweepStep
 from taso.substitutions.rule import Rule
-
-
-@dataclass(frozen=True)
-class OptimizeResult:
-    """The returned model and the report of how it was obtained."""
-
-    model: onnx.ModelProto
-    report: Report
-
-
-@dataclass
-class _Phases:
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    @contextmanager
-    def time(self, phase: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - start
 
 
 def optimize_onnx(
@@ -125,7 +101,7 @@ def optimize_onnx(
         rules = resolve_rules(rules)
     budget = Budget.default() if time_budget_s is None else Budget.of(time_budget_s)
     profile = _profile(shapes)
-    phases = _Phases()
+    phases = Phases()
     say = progress or (lambda _msg: None)
     notes: list[str] = []
 
@@ -165,7 +141,7 @@ def _optimize(
     model: str | os.PathLike[str] | onnx.ModelProto, output: str | os.PathLike[str] | None, *, target: _Target,
     time_budget_s: float | None, alpha: float, check: bool, rules: RulesArg, profile: ShapeProfile | None,
     say: Callable[[str], None], note: Callable[[str], None], notes: list[str], base_dir: str | os.PathLike[str] | None,
-    report_path: str | os.PathLike[str] | None, phases: _Phases, budget: Budget, given_rules: RulesArg,
+    report_path: str | os.PathLike[str] | None, phases: Phases, budget: Budget, given_rules: RulesArg,
     report_html: str | os.PathLike[str] | None = None,
 ) -> OptimizeResult:
     with phases.time("load"):
@@ -179,7 +155,7 @@ def _optimize(
     if budget.seconds > 0 and (check or (target.spec.judges_sweeps and not _has_external_weights(graph))):
         # the check's expected outputs; the sweep judge's timing (no sweeps for external weights)
         with phases.time("check"):
-            reference = run_reference(_source(loaded), profile=profile, providers=target.device.providers,
+            reference = run_reference(source(loaded), profile=profile, providers=target.device.providers,
                                       exact_providers=target.device.check_providers)
     budget = _scaled(budget, reference, len(graph.nodes) + body_node_count(graph), say)
     search_budget = _search_budget(budget, reference if check else None, say)
@@ -199,7 +175,7 @@ def _optimize(
     with phases.time("export"):
         original = export(graph)
         candidate, outcome = _exported(outcome, original, note)
-    result = _check_and_choose(
+    result = check_and_choose(
         loaded, graph, original, candidate, outcome, reference, check=check, profile=profile, phases=phases, say=say, notes=notes,
         measured_costs=target.spec.pricing is Pricing.KERNELS, deadline=budget.decision_deadline(), device=target.device,
     )
@@ -466,134 +442,6 @@ def _throttled(say: Callable[[str], None], every_s: float = 1.0) -> Callable[[Se
             say(f"search: {p.explored} graphs explored, best {p.best_cost:.3f} ms (start {p.initial_cost:.3f} ms)")
 
     return report
-
-
-def _check_and_choose(
-    loaded: LoadedModel,
-    original_graph: Graph,
-    original: onnx.ModelProto,
-    candidate: onnx.ModelProto,
-    outcome: SearchOutcome,
-    reference: ReferenceRun | None,
-    *,
-    check: bool,
-    profile: ShapeProfile | None,
-    phases: _Phases,
-    say: Callable[[str], None],
-    notes: list[str],
-    measured_costs: bool,
-    deadline: float = math.inf,
-    device: Device | None = None,
-) -> OptimizeResult:
-    """Check and measure the candidate; pick what to return.
-
-    With measured costs, a candidate whose predicted gain is under `MIN_SPEEDUP` is not
-    measured (the decision needs at least that in two rounds; on a ResNet-50 the two
-    rounds cost ~8 s): the original is returned, unchecked, saying so.
-    """
-    notes = list(notes)
-    status, diffs, latency = CheckStatus.SKIPPED, {}, Latency(
-        predicted_original_ms=outcome.predicted_original_ms, predicted_optimized_ms=outcome.predicted_best_ms
-    )
-    runnable_original = _source(loaded)
-    runnable_candidate = runnable(candidate, loaded.base_dir)  # unchanged weights: the input's data files
-    decision = Decision.UNCHANGED
-    if outcome.applied:
-        decision = Decision.OPTIMIZED if check else Decision.UNCHECKED
-        if check and measured_costs and _predicted_gain(outcome) < MIN_SPEEDUP:
-            decision = Decision.NOT_PREDICTED_FASTER  # two rounds of >= 1.01x would be needed
-    try:
-        if check and outcome.applied and decision is not Decision.NOT_PREDICTED_FASTER:
-            with phases.time("check"):
-                say("checking outputs against the original on ONNX Runtime")
-                on = device or cpu()
-                reference = reference or run_reference(runnable_original, profile=profile, providers=on.providers,
-                                                       exact_providers=on.check_providers)
-                inputs, expected = reference.inputs, reference.expected()
-                duel = Duel(original_graph, outcome.graph, runnable_original, runnable_candidate, inputs, device)
-                try:
-                    got = duel.optimized_outputs()
-                except BackendError as exc:  # the original runs, the optimized model does not
-                    raise _CandidateRejected(str(exc)) from None
-                comparison = compare_outputs(expected, got)
-            status = CheckStatus.PASSED if comparison.passed else CheckStatus.FAILED
-            diffs = comparison.max_abs_diffs()
-            if not comparison.passed:
-                notes.append("outputs differ from the original: " + comparison.summary())
-                decision = Decision.MISMATCH
-        if check and decision is Decision.OPTIMIZED:
-            with phases.time("measure"):
-                say("measuring both models interleaved")
-                verdict = duel.verdict(deadline)
-            latency = Latency(
-                predicted_original_ms=latency.predicted_original_ms,
-                predicted_optimized_ms=latency.predicted_optimized_ms,
-                measured_original_ms=verdict.original_ms,
-                measured_optimized_ms=verdict.optimized_ms,
-                measured_spread=verdict.spread,
-                measured_cached=verdict.cached,
-            )
-            if not verdict.faster:
-                decision = Decision.NOT_FASTER
-    except _CandidateRejected as exc:
-        notes.append(f"ONNX Runtime refused the optimized model (the original runs): {exc}")
-        status, decision = CheckStatus.FAILED, Decision.REJECTED
-    except BackendError as exc:  # never return a rewrite that was not checked and measured
-        notes.append(f"ONNX Runtime cannot run this model, so no rewrite was checked or measured: {exc}")
-        say(notes[-1])
-        warnings.warn(notes[-1], stacklevel=3)
-        status = CheckStatus.SKIPPED
-        if outcome.applied:
-            decision = Decision.UNCHECKABLE
-    chosen = candidate if decision in (Decision.OPTIMIZED, Decision.UNCHECKED) else original
-    report = Report(
-        input_nodes=len(loaded.model.graph.node),
-        output_nodes=len(chosen.graph.node),
-        applied_rewrites=dict(outcome.applied) if chosen is candidate else {},
-        rejected_rewrites={} if chosen is candidate else dict(outcome.applied),
-        latency=latency,
-        max_abs_diff=diffs,
-        check=status,
-        decision=decision,
-        stop_reason=outcome.stop_reason,
-        graphs_explored=outcome.explored,
-        phase_seconds=dict(phases.seconds),
-        warnings=tuple(notes),
-        sweeps=tuple(_sweep_record(s) for s in outcome.sweeps),
-        time_to_best_s=outcome.best_found_s,
-        unwritten=outcome.unwritten,
-        shapes=input_shapes(loaded.model, profile),
-        input_ops=op_counts(loaded.model),
-        output_ops=op_counts(chosen),
-        input_bytes=model_bytes(loaded.model),
-        output_bytes=model_bytes(chosen),
-    )
-    return OptimizeResult(model=chosen, report=report)
-
-
-def _sweep_record(step: SweepStep) -> SweepRecord:
-    if step.skipped is not None:
-        return SweepRecord(step.rule_id, step.rewrites, None, False, True, step.predicted_speedup, step.skipped.value,
-                           site=step.site)
-    return SweepRecord(step.rule_id, step.rewrites, step.speedup, step.accepted, step.complete, step.predicted_speedup,
-                       cached=step.cached, site=step.site)
-
-
-def _predicted_gain(outcome: SearchOutcome) -> float:
-    """Predicted speedup of the search's result (sweeps count with their measured gain)."""
-    original, best = outcome.predicted_original_ms, outcome.predicted_best_ms
-    if not original or not best or any(rule in SIMPLIFICATIONS.values() for rule in outcome.applied):
-        return float("inf")  # nothing predicted (the search starts after the simplifications): measure
-    return original / best
-
-
-class _CandidateRejected(Exception):
-    """ORT runs the original but refuses the optimized model: return the original."""
-
-
-def _source(loaded: LoadedModel) -> onnx.ModelProto | Path:
-    """The input as ORT should load it: by path when it has one (no serializing)."""
-    return loaded.path if loaded.path is not None else loaded.model
 
 
 def _profile(shapes: str | Mapping[str, object] | None) -> ShapeProfile | None:

@@ -16,9 +16,9 @@ from taso._onnx_import import import_model
 from taso.backends import AnalyticalCostModel
 from taso.examples.make_model import build as build_example
 from taso.ir import INTERNAL_DOMAIN, Graph
+from taso.pipeline._choose import sweep_record as _sweep_record
 from taso.pipeline._html import report_html, site_graph, site_svg
 from taso.pipeline._rewriting import Sweeping, default_rules, run_search
-from taso.pipeline.api import _sweep_record
 from taso.pipeline.budget import Budget
 from taso.pipeline.cli import main
 from taso.report import CheckStatus, Decision, Latency, Report, SiteNode

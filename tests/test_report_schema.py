@@ -19,9 +19,9 @@ from taso._onnx_import import import_model
 from taso.backends.compare import run_reference
 from taso.backends.cost_cache import CostCache
 from taso.ir import Graph
+from taso.pipeline._choose import sweep_record as _sweep_record
 from taso.pipeline._decide import Duel, MeasuredJudge
 from taso.pipeline._rewriting import default_rules
-from taso.pipeline.api import _sweep_record
 from taso.report import SiteNode, SweepRecord, SweepSite
 from taso.search.sweep import Judgement, Skipped, sweep
 from tests.helpers import models
