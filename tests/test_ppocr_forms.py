@@ -14,16 +14,24 @@ activation folds into the next conv when that conv is unpadded.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import onnx
 import pytest
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
+from taso.opspecs.axioms.converter import conv_params, reshape_1d, reshape_4d
 from taso.pipeline._canonical import canonicalize
 from taso.pipeline._export import export
 from taso.pipeline._rewriting import default_rules
+from taso.substitutions.generate._converter_forms import CONVERTER_FORMS
+from taso.substitutions.generate._converter_rules import _candidates
+from taso.substitutions.generate._prove import prove
+from taso.substitutions.generate._witness import check_witness
 from taso.substitutions.matching import apply, find_matches
+from taso.substitutions.rule import ProofStatus
 from tests.helpers.graphs import make_graph, weight
 from tests.helpers.ort import assert_same_outputs
 
@@ -91,3 +99,16 @@ def test_a_scalar_shift_never_becomes_a_missing_bias():
 def test_a_shift_of_another_channel_count_never_folds():
     graph = canonicalize(_lcnet_block(bias=True, bias_shape=(1, 1, 8, 10))).graph
     assert not find_matches(graph, RULES["cv-fold_add_mul_add_conv_bias"])
+
+
+def _bias_left_unscaled(a, v, p):  # noqa: ANN001, ANN202
+    """WRONG: (conv(x, w) + c) * s + t = conv(x, w * s, c + t)  (the bias not scaled)."""
+    bias = a("Add", reshape_1d(a, v["c"]), reshape_1d(a, v["t"]))
+    return a("Conv", v["x"], a("Mul", v["w"], reshape_4d(a, v["s"])), bias, **conv_params(p))
+
+
+def test_the_fold_with_its_bias_left_unscaled_is_neither_proved_nor_witnessed():
+    form = next(f for f in CONVERTER_FORMS if f.name == "fold_add_mul_add_conv")
+    (wrong,) = _candidates(replace(form, rhs=_bias_left_unscaled))
+    assert prove(wrong, rlimit=2_000_000).status is not ProofStatus.PROVED
+    assert not check_witness(wrong).ok
