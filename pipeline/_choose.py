@@ -96,7 +96,8 @@ def check_and_choose(
                 reference = reference or run_reference(runnable_original, profile=profile, providers=on.providers,
                                                        exact_providers=on.check_providers)
                 inputs, expected = reference.inputs, reference.expected()
-                duel = Duel(original_graph, outcome.graph, runnable_original, runnable_candidate, inputs, device)
+                duel = Duel(original_graph, outcome.graph, runnable_original, runnable_candidate, inputs, device,
+                            recheck_not_faster=fresh_sweep_gain(outcome) >= RECHECK_GAIN)
                 try:
                     got = duel.optimized_outputs()
                 except BackendError as exc:  # the original runs, the optimized model does not
@@ -163,6 +164,19 @@ def sweep_record(step: SweepStep) -> SweepRecord:
                            site=step.site)
     return SweepRecord(step.rule_id, step.rewrites, step.speedup, step.accepted, step.complete, step.predicted_speedup,
                        cached=step.cached, site=step.site)
+
+
+RECHECK_GAIN = 1.05
+"""Kept sweeps measured in this call at this much together contradict a cached "not faster"."""
+
+
+def fresh_sweep_gain(outcome: SearchOutcome) -> float:
+    """The product of the kept sweeps' speedups measured in this call (none from the cache)."""
+    gain = 1.0
+    for step in outcome.sweeps:
+        if step.accepted and step.skipped is None and not step.cached:
+            gain *= step.speedup
+    return gain
 
 
 def _predicted_gain(outcome: SearchOutcome) -> float:
