@@ -12,7 +12,6 @@ so a cost that uses it is keyed by `context` (see `AnalyticalCostModel.node_cost
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from taso.ir import Graph, Node
@@ -62,7 +61,7 @@ def folded_into_conv(graph: Graph, node: Node, context: ConvContext | None) -> b
         return True
     constant = graph.initializers[others[0]].type.shape if len(others) == 1 else None
     channels = _out_channels(graph, context.conv)
-    return constant is not None and channels is not None and _per_channel(constant, channels)
+    return constant is not None and channels is not None and _folds(node.op_type, constant, channels)
 
 
 def _out_channels(graph: Graph, conv: Node) -> int | None:
@@ -71,10 +70,12 @@ def _out_channels(graph: Graph, conv: Node) -> int | None:
     return shape[0] if shape and isinstance(shape[0], int) else None
 
 
-def _per_channel(shape: tuple, channels: int) -> bool:
-    """(M, 1, 1), (1, M, 1, 1) or a scalar: a constant ORT folds into the Conv."""
+def _folds(op: str, shape: tuple, channels: int) -> bool:
+    """Whether ORT folds `op` by a constant of `shape` into the Conv: (M, 1, 1) or
+    (1, M, 1, 1) for Mul and Add, and a 0-d scalar for Mul only (ORT 1.32, measured:
+    an Add by (), (1,) or (1, 1, 1, 1) and a Mul by (1,) or (1, 1, 1, 1) stay)."""
     if not all(isinstance(d, int) for d in shape):
         return False
-    if math.prod(shape) == 1:
-        return True
+    if tuple(shape) == ():
+        return op == "Mul"
     return tuple(shape) in ((channels, 1, 1), (1, channels, 1, 1))
