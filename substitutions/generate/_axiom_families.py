@@ -27,6 +27,7 @@ import json
 from taso.opspecs import Exactness
 from taso.opspecs.axioms import Axiom, all_axioms
 from taso.opspecs.axioms.conv import SPLIT_ACTIVATIONS
+from taso.substitutions.generate._gating_families import channel_gate_rules, reduce_mean_rules
 from taso.substitutions.generate._witness import guarded
 from taso.substitutions.rule import (
     ParamExpr,
@@ -204,5 +205,7 @@ FAMILIES = {
     "conv_pad_into_pads": pad_into_conv_rules,
     "conv_split_output": lambda: split_output_rules(bias=False),
     "conv_bias_split_output": lambda: split_output_rules(bias=True),
+    "reduce_mean_spatial_as_gap": reduce_mean_rules,
+    "mul_channel_gate_upsampled": channel_gate_rules,
 }
 """Axiom name -> the builder of its rules (instead of reading rules off its configs)."""
