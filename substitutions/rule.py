@@ -52,6 +52,13 @@ class ProofStatus(enum.Enum):
     UNCHECKED = "unchecked"
 
 
+class Scope(enum.Enum):
+    """What a rule's proof covers (the numeric witness and refuter check other shapes too)."""
+
+    ANY_SHAPE = "any shape"  # every rank and size the constraints allow
+    LISTED_SHAPES = "listed shapes"  # the witness configs' shapes only
+
+
 @dataclass(frozen=True)
 class ParamVar:
     """A parameter bound by matching (same name, same value everywhere in the rule)."""
@@ -108,6 +115,7 @@ class Proof:
     seconds: float = 0.0
     axioms_used: tuple[str, ...] = ()
     witness_configs: int = 0  # concrete shape configurations checked numerically
+    scope: Scope = Scope.LISTED_SHAPES  # files written before the field read as listed
 
 
 @dataclass(frozen=True)
@@ -282,6 +290,7 @@ def rule_to_json(rule: Rule) -> dict[str, object]:
             "seconds": round(rule.proof.seconds, 4),
             "axioms_used": list(rule.proof.axioms_used),
             "witness_configs": rule.proof.witness_configs,
+            "scope": rule.proof.scope.value,
         },
         "provenance": dict(rule.provenance),
     }
@@ -323,6 +332,7 @@ def rule_from_json(data: Mapping[str, object]) -> Rule:
                 seconds=float(proof.get("seconds", 0.0)),
                 axioms_used=tuple(proof.get("axioms_used", ())),
                 witness_configs=int(proof.get("witness_configs", 0)),
+                scope=Scope(proof.get("scope", Scope.LISTED_SHAPES.value)),
             ),
             provenance=tuple(sorted((str(k), str(v)) for k, v in dict(data.get("provenance", {})).items())),  # type: ignore[call-overload]
         )

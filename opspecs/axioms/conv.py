@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from taso.opspecs._types import Exactness, Params, Shape
 from taso.opspecs.axioms._core import Axiom, cfg
-from taso.opspecs.axioms.converter import SCALAR_CONFIGS
+from taso.opspecs.axioms.converter import SCALAR_CONFIGS, per_channel
 
 CONV_KEYS = ("strides", "pads", "dilations", "group")
 
@@ -113,7 +113,8 @@ AXIOMS = (
           lambda a, v, p: a("Conv", v["x"], a("Add", v["w"], v["w2"]), **conv(p)),
           lambda a, v, p: a("Add", a("Conv", v["x"], v["w"], **conv(p)),
                             a("Conv", v["x"], v["w2"], **conv(p))),
-          LINEAR_CONFIGS, exactness=Exactness.REASSOCIATES),
+          LINEAR_CONFIGS, condition=lambda s, p: tuple(s["w"]) == tuple(s["w2"]),
+          exactness=Exactness.REASSOCIATES),
     Axiom("conv_smul_input", "conv(smul(x, s), w) = conv(x, smul(w, s))", ("x", "w", "s"),
           lambda a, v, p: a("Conv", a("ScalarMul", v["x"], v["s"]), v["w"], **conv(p)),
           lambda a, v, p: a("Conv", v["x"], a("ScalarMul", v["w"], v["s"]), **conv(p)),
@@ -193,20 +194,22 @@ AXIOMS = (
           ("x", "w", "c"),
           lambda a, v, p: a("Add", a("Conv", v["x"], v["w"], **conv(p)), v["c"]),
           lambda a, v, p: a("Conv", v["x"], v["w"], a("Reshape", v["c"], shape=(-1,)), **conv(p)),
-          CHANNEL_CONFIGS),
+          CHANNEL_CONFIGS, condition=lambda s, p: per_channel(s)),
     Axiom("conv_bias_add_again", "conv(x, w, b) + c = conv(x, w, b + reshape(c, (M,)))",
           ("x", "w", "b", "c"),
           lambda a, v, p: a("Add", a("Conv", v["x"], v["w"], v["b"], **conv(p)), v["c"]),
           lambda a, v, p: a("Conv", v["x"], v["w"], a("Add", v["b"], a("Reshape", v["c"], shape=(-1,))),
                             **conv(p)),
-          CHANNEL_CONFIGS + SCALAR_CONFIGS, exactness=Exactness.REASSOCIATES),
+          CHANNEL_CONFIGS + SCALAR_CONFIGS, condition=lambda s, p: per_channel(s, scalar=True),
+          exactness=Exactness.REASSOCIATES),
     Axiom("conv_mul_channel",
           "conv(x, w, b) * c = conv(x, w * reshape(c, (M,1,1,1)), b * reshape(c, (M,)))",
           ("x", "w", "b", "c"),
           lambda a, v, p: a("Mul", a("Conv", v["x"], v["w"], v["b"], **conv(p)), v["c"]),
           lambda a, v, p: a("Conv", v["x"], a("Mul", v["w"], _channel(a, v["c"], 4)),
                             a("Mul", v["b"], a("Reshape", v["c"], shape=(-1,))), **conv(p)),
-          CHANNEL_CONFIGS + SCALAR_CONFIGS, exactness=Exactness.REASSOCIATES),
+          CHANNEL_CONFIGS + SCALAR_CONFIGS, condition=lambda s, p: per_channel(s, scalar=True),
+          exactness=Exactness.REASSOCIATES),
     Axiom("conv_pad_into_pads",
           "conv(pad(x, zero spatial pads q), w; pads 0) = conv(x, w; pads q)",
           ("x", "w"),

@@ -7,7 +7,9 @@ them; they are validated and mutation-tested like every other axiom.
 
 from __future__ import annotations
 
-from taso.opspecs._types import Exactness
+from collections.abc import Mapping
+
+from taso.opspecs._types import Exactness, Shape
 from taso.opspecs.axioms._core import Axiom, AxiomConfig, cfg
 
 CONV_KEYS = ("strides", "pads", "dilations", "group")
@@ -18,6 +20,16 @@ CHANNEL_CONFIGS = (
     cfg({"x": (2, 4, 3, 3), "w": (4, 1, 3, 3), "b": (4,), "c": (1, 4, 1, 1)},
         group=4, pads=(1, 1, 1, 1)),
 )
+
+
+def per_channel(shapes: Mapping[str, Shape], name: str = "c", *, scalar: bool = False) -> bool:
+    """`name` holds one value per output channel of the 2-d conv of x by w, (1, M, 1, 1) or
+    (M, 1, 1) with M = w's first dim, or with `scalar` one value for all: the shapes where
+    the per-channel axioms hold (a (1, 1, 1, W) constant scales the output's width)."""
+    if not len(shapes["x"]) == len(shapes["w"]) == 4:
+        return False
+    m = shapes["w"][0]
+    return tuple(shapes[name]) in ((1, m, 1, 1), (m, 1, 1), *(((),) if scalar else ()))
 
 
 def drop_bias(configs: tuple[AxiomConfig, ...]) -> tuple[AxiomConfig, ...]:
@@ -139,7 +151,7 @@ def _scale_input(bias: bool) -> Axiom:
                  f"conv(x * s, w{', b' if bias else ''}) = conv(x, w * s{', b' if bias else ''})  (s a scalar)",
                  ("x", "w", "b", "s") if bias else ("x", "w", "s"), lhs, rhs,
                  INPUT_SCALE_CONFIGS if bias else drop_bias(INPUT_SCALE_CONFIGS),
-                 exactness=Exactness.REASSOCIATES)
+                 condition=lambda s, p: tuple(s["s"]) == (), exactness=Exactness.REASSOCIATES)
 
 
 def _shift_input(bias: bool) -> Axiom:
@@ -170,7 +182,8 @@ AXIOMS = (
           ("x", "w", "c"),
           lambda a, v, p: a("Mul", a("Conv", v["x"], v["w"], **conv_params(p)), v["c"]),
           lambda a, v, p: a("Conv", v["x"], a("Mul", v["w"], reshape_4d(a, v["c"])), **conv_params(p)),
-          NOBIAS_CONFIGS + SCALAR_NOBIAS_CONFIGS, exactness=Exactness.REASSOCIATES),
+          NOBIAS_CONFIGS + SCALAR_NOBIAS_CONFIGS, condition=lambda s, p: per_channel(s, scalar=True),
+          exactness=Exactness.REASSOCIATES),
     Axiom("gemm_matmul_add", "gemm(A, B, C; 1, 1, 0, tB) = A @ op(B) + C", ("A", "B", "C"),
           lambda a, v, p: a("Gemm", v["A"], v["B"], v["C"], transB=p["transB"]),
           _gemm_rhs, GEMM_CONFIGS),

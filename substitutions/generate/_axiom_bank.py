@@ -13,6 +13,13 @@ Three forms, tried in this order for each axiom:
   shape of each of its subterms, so such axioms fire only where shapes are known. An
   instance is built only where it holds: the side condition is met and both sides infer
   the same shapes (otherwise it would contradict the goal's shape facts and prove anything).
+  Instances are built at the configs' parameters and, for an axiom whose builders pass
+  parameters through (`BankAxiom.passes_params`), also at the goal's own (a per-channel
+  fold into a conv of any strides and pads).
+
+`check-axioms` proves an axiom symbolically only at its listed configs, so the bank's
+all-shape formulas are trusted, not established, for other shapes. `shape_generic_axioms`
+names those that are established for every shape: pure elementwise identities (see there).
 """
 
 from __future__ import annotations
@@ -20,13 +27,14 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Integral
 
 import z3
 
 from taso.opspecs import TENSOR, ShapeError, spec_by_name
-from taso.opspecs.axioms import Axiom, Z3TermAlgebra, all_axioms
+from taso.opspecs.axioms import Axiom, AxiomConfig, Term, Var, Z3TermAlgebra, all_axioms
+from taso.opspecs.axioms.validate import Status, check_symbolic
 
 SHAPE = z3.Function("shape", TENSOR, z3.StringSort())
 MAX_GUARDED_INSTANCES = 64  # per axiom and goal
@@ -69,6 +77,7 @@ class BankAxiom:
     ops: frozenset[str]
     formulas: tuple[z3.BoolRef, ...]
     guarded: bool
+    passes_params: bool = False  # guarded, but instantiable at any parameter values
 
 
 class _PassThroughAlgebra(Z3TermAlgebra):
@@ -124,8 +133,24 @@ def axiom_bank() -> tuple[BankAxiom, ...]:
             if concrete is not None:
                 bank.append(BankAxiom(axiom.name, ops, concrete, False))
                 continue
-        bank.append(BankAxiom(axiom.name, ops, (), True))
+        bank.append(BankAxiom(axiom.name, ops, (), True, _passes_params(axiom)))
     return tuple(bank)
+
+
+def _passes_params(axiom: Axiom) -> bool:
+    """The builders only pass parameters through (a shape condition kept it from the
+    parametric form)."""
+    if axiom.derive is not None or axiom.name in SHAPE_DEPENDENT:
+        return False
+    keys: dict[str, object] = {}
+    for config in axiom.configs:
+        keys.update(config.params)
+    params = {k: z3.Const(f"{axiom.name}.{k}", _sort_of(v)) for k, v in keys.items()}
+    try:
+        axiom.sides(_PassThroughAlgebra(), {n: z3.Const(n, TENSOR) for n in axiom.inputs}, params)
+    except Exception:  # noqa: BLE001 - builders that compute with parameters
+        return False
+    return True
 
 
 class ShapeAlgebra:
@@ -136,12 +161,14 @@ class ShapeAlgebra:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def guarded_instances(axiom: Axiom, shapes: tuple[tuple[int, ...], ...]) -> list[z3.BoolRef]:
-    """Instances of a shape-dependent axiom for every assignment of ``shapes`` to its inputs."""
+def guarded_instances(axiom: Axiom, shapes: tuple[tuple[int, ...], ...],
+                      params: tuple[Mapping[str, object], ...] = ()) -> list[z3.BoolRef]:
+    """Instances of a shape-dependent axiom for every assignment of ``shapes`` to its
+    inputs, at each config's parameters and at each of ``params``."""
     out: dict[str, z3.BoolRef] = {}
-    configs = {repr(sorted(c.params.items())): c.params for c in axiom.configs}
+    settings = {_key(p) for p in (*(c.params for c in axiom.configs), *params)}
     for assignment in itertools.product(shapes, repeat=len(axiom.inputs)):
-        for key in sorted(configs):
+        for key in sorted(settings, key=repr):
             instance = _instance(axiom.name, assignment, key)
             if instance is not None:
                 out.setdefault(*instance)
@@ -150,14 +177,17 @@ def guarded_instances(axiom: Axiom, shapes: tuple[tuple[int, ...], ...]) -> list
     return [out[k] for k in sorted(out)]
 
 
+def _key(params: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
+    return tuple(sorted(params.items()))
+
+
 @functools.cache
-def _instance(name: str, assignment: tuple[tuple[int, ...], ...], config: str
-              ) -> tuple[str, z3.BoolRef] | None:
+def _instance(name: str, assignment: tuple[tuple[int, ...], ...],
+              params: tuple[tuple[str, object], ...]) -> tuple[str, z3.BoolRef] | None:
     """One guarded instance and its text (the sort key), built once per process: goals of
     one universe share a few shapes, and printing a Z3 formula costs more than proving."""
     axiom = find_axiom(name)
-    params = next(c.params for c in axiom.configs if repr(sorted(c.params.items())) == config)
-    formula = guarded_instance(axiom, dict(zip(axiom.inputs, assignment, strict=True)), params)
+    formula = guarded_instance(axiom, dict(zip(axiom.inputs, assignment, strict=True)), dict(params))
     return None if formula is None else (str(formula), formula)
 
 
@@ -204,3 +234,47 @@ def bank_axioms() -> tuple[Axiom, ...]:
 @functools.cache
 def find_axiom(name: str) -> Axiom:
     return next(a for a in bank_axioms() if a.name == name)
+
+
+ELEMENTWISE_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Clip", "HardSigmoid",
+                             "HardSwish", "Silu", "Erf", "Gelu", "Sqrt", "Identity", "ConstFill"})
+"""Ops whose every output element is a scalar function of the input elements at the same
+(NumPy-broadcast) index; ConstFill counts only as a scalar (shape ())."""
+
+
+@functools.cache
+def shape_generic_axioms() -> frozenset[str]:
+    """Axioms whose all-shape Z3 formula is established for every shape, not only at their
+    configs: unguarded, without parameters or positive inputs, built of `ELEMENTWISE_OPS`
+    with scalar constants only, both sides reading the same tensors, and proved by Z3 on
+    one-element inputs (the scalar identity). Such an identity holds elementwise at any broadcast shape: each output
+    element is the same scalar expression of the inputs' elements at that index on both
+    sides, and both sides broadcast the same set of tensors (so both are ill-typed
+    together)."""
+    return frozenset(b.name for b in axiom_bank()
+                     if not b.guarded and b.ops <= ELEMENTWISE_OPS and _scalar_identity(find_axiom(b.name)))
+
+
+def _scalar_identity(axiom: Axiom) -> bool:
+    if axiom.param_names or axiom.positive or axiom.derive is not None:
+        return False
+    lhs, rhs = axiom.terms(axiom.configs[0])
+    if _leaves(lhs) != _leaves(rhs) or not all(_scalar_constants(t) for t in (*lhs, *rhs)):
+        return False
+    one_element = AxiomConfig({n: (1,) for n in axiom.inputs})  # the scalar identity
+    return check_symbolic(replace(axiom, configs=(one_element,)), 0).status is Status.PASSED
+
+
+def _leaves(terms: tuple) -> frozenset[str]:
+    out: set[str] = set()
+    for term in terms:
+        out |= {term.name} if isinstance(term, Var) else _leaves(term.inputs)
+    return frozenset(out)
+
+
+def _scalar_constants(term: object) -> bool:
+    if not isinstance(term, Term):
+        return True
+    if term.op == "ConstFill" and tuple(dict(term.params).get("shape", ())) != ():
+        return False
+    return all(_scalar_constants(t) for t in term.inputs)

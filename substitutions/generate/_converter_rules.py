@@ -5,6 +5,8 @@ parameters through (Conv strides/pads/dilations/group, BatchNorm epsilon), other
 rule per config. Unlike axiom-instance rules, each is **proved by Z3 from the axiom bank**
 (method ``z3``) within the resource limit, and checked numerically on its configs; a rule
 that is not proved or fails its witness is reported in the counts and not returned.
+Per-channel and scalar folds use shape-guarded axioms, so they are proved at each witness
+config's shapes and parameters (`prove_rule`): their scope is the listed shapes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from taso.opspecs.axioms import Axiom
 from taso.substitutions.generate._axiom_rules import _consistent, _params, _rule, _terms, _witness
 from taso.substitutions.generate._converter_forms import CONVERTER_FORMS, FORM_CONSTRAINTS
 from taso.substitutions.generate._pair_rules import exactness_of
-from taso.substitutions.generate._prove import SOLVER, prove
+from taso.substitutions.generate._prove import SOLVER, prove_rule
 from taso.substitutions.generate._witness import check_witness, guarded
 from taso.substitutions.rule import Proof, ProofStatus, Rule
 
@@ -57,7 +59,7 @@ def converter_rules(rlimit: int, counts: Counter) -> list[Rule]:
     for form in CONVERTER_FORMS:
         for rule in _candidates(form):
             counts["converter forms"] += 1
-            result = prove(rule, rlimit=rlimit)
+            result = prove_rule(rule, rlimit=rlimit)
             counts[f"converter forms {result.status.value}"] += 1
             if result.status is not ProofStatus.PROVED:
                 continue
@@ -66,6 +68,6 @@ def converter_rules(rlimit: int, counts: Counter) -> list[Rule]:
                 counts["converter forms numerically rejected"] += 1
                 continue
             proof = Proof(ProofStatus.PROVED, "z3", SOLVER, 0.0, result.axioms_used,
-                          witness.configs)
+                          witness.configs, result.scope)
             out.append(guarded(replace(rule, proof=proof, exactness=exactness_of(result.axioms_used))))
     return out

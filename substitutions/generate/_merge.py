@@ -54,7 +54,7 @@ def merge(paths: list[Path], rlimit: int) -> tuple[RuleLibrary, Counter]:
             if not check.ok:
                 counts[f"enumerated rules dropped ({check.status.value})"] += 1
                 continue
-            rules.append(_tagged(rule, label))
+            rules.append(_tagged(replace(rule, proof=replace(rule.proof, scope=check.scope)), label))
     rules += hand_rules(rlimit, counts)
     rules = sorted((guarded(r) for r in dedupe(rules)), key=lambda r: r.id)
     counts["shipped"] = len(rules)

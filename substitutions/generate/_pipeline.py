@@ -30,7 +30,7 @@ from taso.substitutions.generate import _enumerate as en
 from taso.substitutions.generate._fingerprint import PRIMES, FieldEvaluator
 from taso.substitutions.generate._pair_rules import exactness_of, generalize, pair_rule
 from taso.substitutions.generate._pairs import STAGES, Evaluated, Rounds, equal_classes
-from taso.substitutions.generate._prove import GENERATE_RLIMIT, SOLVER, prove
+from taso.substitutions.generate._prove import GENERATE_RLIMIT, SOLVER, instance_scope, prove, widen
 from taso.substitutions.generate._universes import select
 from taso.substitutions.generate._witness import check_witness, witness_configs
 from taso.substitutions.rule import Proof, ProofStatus, Rule, RuleLibrary
@@ -166,12 +166,13 @@ def _check_rule(args: tuple[Rule, int]) -> Rule:
             again = prove(better, rlimit=rlimit)
             if again.status is ProofStatus.PROVED:
                 rule, result = _with_bindings(better, bindings), again
+        result = widen(rule, result, rlimit=rlimit)
     witness = check_witness(rule) if result.status is ProofStatus.PROVED else None
     status = result.status
     if witness is not None and not witness.ok:
         status = ProofStatus.REFUTED
     proof = Proof(status, "axioms", SOLVER, 0.0, result.axioms_used,
-                  witness.configs if witness else 0)
+                  witness.configs if witness else 0, result.scope)
     extra = (("witness_failure", witness.detail),) if witness and not witness.ok else ()
     return replace(rule, proof=proof, exactness=exactness_of(result.axioms_used),
                    provenance=tuple(sorted((*rule.provenance, *extra))))
@@ -274,7 +275,8 @@ def hand_rules(rlimit: int, counts: Counter) -> list[Rule]:
         if not witness.ok:
             counts["axiom rules numerically rejected"] += 1
             continue
-        proof = replace(rule.proof, solver=SOLVER, witness_configs=witness.configs)
+        proof = replace(rule.proof, solver=SOLVER, witness_configs=witness.configs,
+                        scope=instance_scope(rule))
         out.append(replace(rule, proof=proof))
     return out + converter_rules(rlimit, counts)
 

@@ -4,8 +4,13 @@ method). The goal asserts that some mapped output differs; unsat means proved.
 Parameter variables of a parametric rule are free Z3 constants, so a proof holds for
 every value (the parametric axioms quantify over parameters). When the witness shapes of
 the rule are known, the shape of every goal subterm is asserted, which lets shape-guarded
-axioms (split sizes, enlarged kernels, ...) fire. Which axioms were needed is read from
-the unsat core.
+axioms (split sizes, enlarged kernels, per-channel folds, ...) fire. Which axioms were
+needed is read from the unsat core.
+
+A proof's `Scope`: *any shape* when no shape was given (the goal's shapes are
+uninterpreted) and every axiom used is established for every shape
+(`shape_generic_axioms`); otherwise *listed shapes*: the proof holds at the witness
+configs' shapes (`prove_at_witnesses`), and `prove_rule` tries to widen it.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import z3
 
@@ -21,17 +26,21 @@ from taso.opspecs import TENSOR, spec_by_name
 from taso.opspecs._z3 import param_sort
 from taso.substitutions.generate._axiom_bank import (
     SHAPE,
+    BankAxiom,
     axiom_bank,
     find_axiom,
     guarded_instances,
+    shape_generic_axioms,
     shape_literal,
 )
+from taso.substitutions.generate._witness import witness_configs
 from taso.substitutions.rule import (
     ParamExpr,
     ParamVar,
     Pattern,
     ProofStatus,
     Rule,
+    Scope,
     evaluate_expression,
 )
 
@@ -45,6 +54,7 @@ class ProofResult:
     seconds: float
     axioms_used: tuple[str, ...]
     detail: str = ""
+    scope: Scope = Scope.LISTED_SHAPES
 
 
 @dataclass
@@ -52,10 +62,13 @@ class _Goal:
     terms: dict[str, z3.ExprRef]
     shapes: dict[str, tuple[int, ...]]
     facts: list[z3.BoolRef]
+    params: list[tuple[str, dict[str, object]]] = field(default_factory=list)  # concrete ones
 
 
 def _param(spec_name: str, name: str, value: object, bindings: Mapping[str, object]) -> object:
     kind = spec_by_name(spec_name).param(name).kind
+    if isinstance(value, ParamVar) and value.name in bindings:
+        return bindings[value.name]  # proved at one config's parameters
     if isinstance(value, ParamVar):
         return z3.Const(f"param.{value.name}", param_sort(kind))
     if isinstance(value, ParamExpr):
@@ -74,6 +87,8 @@ def _encode(pattern: Pattern, goal: _Goal, bindings: Mapping[str, object], prefi
         spec = spec_by_name(node.op)
         refs = [ref_of(r) for r in node.inputs]
         params = {k: _param(node.op, k, v, bindings) for k, v in node.params}
+        if not any(isinstance(v, z3.ExprRef) for v in params.values()):
+            goal.params.append((node.op, params))
         outs = spec.z3_term([goal.terms[r] for r in refs], params)
         shapes = _shapes(node, refs, goal, bindings)
         for index, term in enumerate(outs):
@@ -147,35 +162,51 @@ that needs more is counted as timed out and not shipped. Recorded in the file's
 provenance (``settings.rlimit``)."""
 
 
-def premises(rule: Rule, goal: _Goal) -> list[tuple[str, z3.BoolRef]]:
+def premises(rule: Rule, goal: _Goal, only: frozenset[str] | None = None
+             ) -> list[tuple[str, z3.BoolRef]]:
     """The axiom formulas a proof of ``rule`` may use, tracked as ``ax:<axiom>:<k>``: those
-    over the rule's operators (and the helpers), shape-guarded ones at the goal's shapes."""
+    over the rule's operators (and the helpers), shape-guarded ones at the goal's shapes;
+    with ``only``, just the axioms it names."""
     relevant = rule_ops(rule) | HELPER_OPS
     goal_shapes = tuple(sorted(set(goal.shapes.values())))
     out = []
     for axiom in axiom_bank():
-        if not axiom.ops <= relevant:
+        if not axiom.ops <= relevant or (only is not None and axiom.name not in only):
             continue
         formulas = axiom.formulas
         if axiom.guarded:
-            formulas = tuple(guarded_instances(find_axiom(axiom.name), goal_shapes))
+            formulas = tuple(guarded_instances(find_axiom(axiom.name), goal_shapes,
+                                               _goal_params(axiom, goal)))
         out += [(f"ax:{axiom.name}:{k}", formula) for k, formula in enumerate(formulas)]
     return out
 
 
+def _goal_params(axiom: BankAxiom, goal: _Goal) -> tuple[dict[str, object], ...]:
+    """The goal's concrete parameters of the axiom's operators, for an axiom that passes
+    them through (its configs' own are always tried)."""
+    if not axiom.passes_params:
+        return ()
+    names = find_axiom(axiom.name).param_names
+    found = [{k: v for k, v in params.items() if k in names}
+             for op, params in goal.params if op in axiom.ops]
+    return tuple(p for p in found if p)
+
+
 def prove(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT, timeout_ms: int | None = None,
           shapes: Mapping[str, tuple[int, ...]] | None = None,
-          bindings: Mapping[str, object] | None = None) -> ProofResult:
-    """Try to prove ``rule`` from the axioms within Z3's deterministic resource limit
-    ``rlimit`` (the same answer on any machine and load); ``timeout_ms`` adds an optional
-    wall-clock cap for interactive use (not used by generation)."""
+          bindings: Mapping[str, object] | None = None,
+          only: frozenset[str] | None = None) -> ProofResult:
+    """Try to prove ``rule`` from the axioms (``only`` those named, when given) within Z3's
+    deterministic resource limit ``rlimit`` (the same answer on any machine and load);
+    ``timeout_ms`` adds an optional wall-clock cap for interactive use (not used by
+    generation)."""
     start = time.perf_counter()
     src, tgt, goal = encode_rule(rule, shapes, bindings or {})
     solver = z3.Solver()
     solver.set("rlimit", rlimit)
     if timeout_ms is not None:
         solver.set("timeout", timeout_ms)
-    for name, formula in premises(rule, goal):
+    for name, formula in premises(rule, goal, only):
         solver.assert_and_track(formula, z3.Bool(name))
     solver.add(*goal.facts)
     solver.add(z3.Or(*[a != b for a, b in zip(src, tgt, strict=True)]))
@@ -183,10 +214,66 @@ def prove(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT, timeout_ms: int | None = 
     seconds = time.perf_counter() - start
     if result == z3.unsat:
         used = sorted({str(c).split(":")[1] for c in solver.unsat_core()})
-        return ProofResult(ProofStatus.PROVED, seconds, tuple(used))
+        generic = shapes is None and not bindings and set(used) <= shape_generic_axioms()
+        scope = Scope.ANY_SHAPE if generic else Scope.LISTED_SHAPES
+        return ProofResult(ProofStatus.PROVED, seconds, tuple(used), scope=scope)
     if result == z3.sat:
         return ProofResult(ProofStatus.REFUTED, seconds, (), "z3 found a model")
     reason = solver.reason_unknown()
     out_of_budget = any(w in reason for w in ("timeout", "canceled", "resource"))
     status = ProofStatus.TIMEOUT if out_of_budget else ProofStatus.UNKNOWN
     return ProofResult(status, seconds, (), reason)
+
+
+def prove_at_witnesses(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT) -> ProofResult:
+    """``rule`` proved at each witness config's shapes and parameters (a parameter a config
+    leaves out takes its default): proved when every config is, with the axioms any used."""
+    defaults = _default_bindings(rule)
+    seconds, used = 0.0, set()
+    for config in witness_configs(rule) or [{}]:
+        shapes = {k: tuple(v) for k, v in config.get("shapes", {}).items()} or None
+        bound = {k: tuple(v) if isinstance(v, list) else v for k, v in config.get("bindings", {}).items()}
+        result = prove(rule, rlimit=rlimit, shapes=shapes, bindings={**defaults, **bound})
+        seconds += result.seconds
+        if result.status is not ProofStatus.PROVED:
+            return replace(result, seconds=seconds)
+        used.update(result.axioms_used)
+    return ProofResult(ProofStatus.PROVED, seconds, tuple(sorted(used)))
+
+
+def _default_bindings(rule: Rule) -> dict[str, object]:
+    """Each parameter variable's default, from the first operator parameter it stands for."""
+    out: dict[str, object] = {}
+    for node in (*rule.source.nodes, *rule.target.nodes):
+        for key, value in node.params:
+            if isinstance(value, ParamVar):
+                out.setdefault(value.name, spec_by_name(node.op).param(key).default)
+    return out
+
+
+def prove_rule(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT) -> ProofResult:
+    """A parametric rule proved for every parameter value and shape, else (as every other
+    rule) at its witness configs; then widened to any shape where it can be (`widen`)."""
+    if "parametric" in dict(rule.provenance):
+        result = prove(rule, rlimit=rlimit)
+        if result.status is ProofStatus.PROVED:
+            return widen(rule, result, rlimit=rlimit)
+    return widen(rule, prove_at_witnesses(rule, rlimit=rlimit), rlimit=rlimit)
+
+
+def widen(rule: Rule, result: ProofResult, *, rlimit: int = DEFAULT_RLIMIT) -> ProofResult:
+    """A proof at listed shapes whose axioms are all shape-generic, proved again from those
+    axioms alone with no shape given: any shape when that proves, else the proof as it was."""
+    if (result.status is not ProofStatus.PROVED or result.scope is Scope.ANY_SHAPE
+            or not set(result.axioms_used) <= shape_generic_axioms()):
+        return result
+    again = prove(rule, rlimit=rlimit, only=frozenset(result.axioms_used))
+    if again.status is not ProofStatus.PROVED or again.scope is not Scope.ANY_SHAPE:
+        return result
+    return replace(again, seconds=result.seconds + again.seconds)
+
+
+def instance_scope(rule: Rule) -> Scope:
+    """An axiom-instance rule covers what its axiom is established for."""
+    generic = dict(rule.provenance).get("axiom", "") in shape_generic_axioms()
+    return Scope.ANY_SHAPE if generic else Scope.LISTED_SHAPES

@@ -9,7 +9,8 @@ Every rule gets a `Verdict`, whatever happens to the others:
    refuter (`_refute`: configurations it draws from the rule's constraints, numeric
    search, then element-wise Z3) finds some, even where the prover claimed a proof (the
    counterexample is a ready-to-run reproducer); or when the prover refutes it;
-3. `PROVED` when the prover proves it and the witness agrees;
+3. `PROVED` when the prover proves it and the witness agrees, with the proof's `Scope`
+   (any shape, or the witness configs' shapes: `_prove.prove_rule`);
 4. `UNKNOWN` otherwise (the prover ran out of its resource limit, the witness is
    missing or could not be evaluated).
 
@@ -24,18 +25,19 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
+import numpy as np
+
 from taso.opspecs import ShapeError
 from taso.substitutions.generate._axiom_bank import find_axiom
 from taso.substitutions.generate._axiom_rules import rules_from_axiom
-from taso.substitutions.generate._prove import DEFAULT_RLIMIT, prove
+from taso.substitutions.generate._prove import DEFAULT_RLIMIT, instance_scope, prove_rule
 from taso.substitutions.generate._refute import Refutation, refute
 from taso.substitutions.generate._witness import (
     WitnessOutcome,
     check_witness,
     type_error,
-    witness_configs,
 )
-from taso.substitutions.rule import ProofStatus, Rule, rule_to_json
+from taso.substitutions.rule import ProofStatus, Rule, Scope, rule_to_json
 
 
 class Verdict(enum.Enum):
@@ -50,6 +52,7 @@ class _Proof:
     status: ProofStatus
     seconds: float
     detail: str = ""
+    scope: Scope = Scope.LISTED_SHAPES
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class RuleCheck:
     counterexample: str = ""  # a Python snippet that re-runs the failing witness
     refuted_by: str = ""  # "witness", "numeric" or "z3": what found the counterexample
     refute_seconds: float = 0.0  # the refuter's time
+    scope: Scope = Scope.LISTED_SHAPES  # what the proof covers (meaningful when proved)
 
     @property
     def ok(self) -> bool:
@@ -103,7 +107,7 @@ def verify_rule(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT) -> RuleCheck:
     elif refutation is not None:
         counterexample, refuted_by = refutation.reproducer, refutation.method.value
     return RuleCheck(rule.id, proof.status, witness.ok, proof.seconds, detail, verdict,
-                     counterexample, refuted_by, refute_seconds)
+                     counterexample, refuted_by, refute_seconds, proof.scope)
 
 
 def _refute(rule: Rule) -> Refutation | None:
@@ -125,15 +129,8 @@ def _verdict(proof: ProofStatus, witness: WitnessOutcome,
 def _prove(rule: Rule, rlimit: int) -> _Proof:
     if rule.proof.method == "axiom":
         return _prove_instance(rule)
-    configs = witness_configs(rule)
-    first = configs[0] if configs else {}
-    shapes = {k: tuple(v) for k, v in first.get("shapes", {}).items()} or None
-    bindings = {k: tuple(v) if isinstance(v, list) else v
-                for k, v in first.get("bindings", {}).items()}
-    general = "parametric" in dict(rule.provenance)
-    result = prove(rule, rlimit=rlimit, shapes=None if general else shapes,
-                   bindings={} if general else bindings)
-    return _Proof(result.status, result.seconds, result.detail)
+    result = prove_rule(rule, rlimit=rlimit)
+    return _Proof(result.status, result.seconds, result.detail, result.scope)
 
 
 def _prove_instance(rule: Rule) -> _Proof:
@@ -149,7 +146,7 @@ def _prove_instance(rule: Rule) -> _Proof:
     same = again is not None and _body(rule_to_json(again)) == _body(rule_to_json(rule))
     seconds = time.perf_counter() - start
     if same:
-        return _Proof(ProofStatus.PROVED, seconds)
+        return _Proof(ProofStatus.PROVED, seconds, scope=instance_scope(rule))
     return _Proof(ProofStatus.REFUTED, seconds, f"not an instance of axiom {name!r}")
 
 
@@ -159,21 +156,29 @@ def _body(data: dict) -> str:
 
 
 def summary(checks: list[RuleCheck]) -> dict:
-    """Rule count, proved (``ok``), witness failures, the count of each verdict, the
-    total proof time and the total refutation time in seconds."""
+    """Rule count, proved (``ok``), witness failures, the count of each verdict, the proved
+    rules by scope, the total proof time, its p50/p99/max per rule and the total
+    refutation time in seconds."""
     counts = Counter(c.verdict.value for c in checks)
+    scopes = Counter(c.scope.value for c in checks if c.ok)
+    times = [c.seconds for c in checks] or [0.0]
     return {"rules": len(checks), "ok": sum(c.ok for c in checks),
             "witness_failed": sum(not c.witness_ok for c in checks),
             **{v.value: counts[v.value] for v in Verdict},
-            "seconds": round(sum(c.seconds for c in checks), 3),
+            **{f"proved for {s.value}": scopes[s.value] for s in Scope},
+            "seconds": round(sum(times), 3),
+            **{f"seconds_{name}": round(float(np.percentile(times, q)), 4)
+               for name, q in (("p50", 50), ("p99", 99), ("max", 100))},
             "refute_seconds": round(sum(c.refute_seconds for c in checks), 3)}
+
 
 
 def check_json(check: RuleCheck) -> dict:
     return {"id": check.rule, "verdict": check.verdict.value, "proof": check.status.value,
             "witness": check.witness_ok, "seconds": round(check.seconds, 6),
             "detail": check.detail, "counterexample": check.counterexample,
-            "refuted_by": check.refuted_by, "refute_seconds": round(check.refute_seconds, 6)}
+            "refuted_by": check.refuted_by, "refute_seconds": round(check.refute_seconds, 6),
+            "scope": check.scope.value if check.ok else ""}
 
 
 def checks_json(checks: list[RuleCheck], **extra: object) -> str:
