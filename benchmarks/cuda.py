@@ -6,8 +6,8 @@ manifest's shapes; `taso.optimize_onnx(backend="ort-cuda")` at its default budge
 check, the sweeps and the decision all on CUDA); the noise row (the original against a
 byte-for-byte copy of itself, interleaved on CUDA); the output against the original,
 interleaved on CUDA under ORT_ENABLE_ALL (inputs and outputs through host memory, as a
-plain `session.run` caller sees them); the output's largest difference from the
-original's CPU outputs. Prints a markdown table; `--out` writes the rows as JSON.
+plain `session.run` caller sees them); the output's largest difference (run on CUDA with TF32
+off, as the check runs) from the original's CPU outputs. Prints a markdown table; `--out` writes the rows as JSON.
 
     python -m benchmarks.cuda --corpus /tmp/corpus --models ppocrv4_rec yolov8n
 """
