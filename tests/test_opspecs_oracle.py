@@ -128,6 +128,12 @@ def _pool_and_norm() -> list[Case]:
                                                "pads": (1, 1, 1, 1)})]
     cases += [Case("MaxPool", (s,), p, dtype=F16) for s, p in pools[:2]]
     cases += [Case("GlobalAveragePool", (s,)) for s in ((1, 3, 4, 4), (2, 2, 3, 5), (1, 2, 5))]
+    cases += [Case("ReduceMean", (s,), p) for s, p in [
+        ((1, 3, 4, 4), {"axes": (2, 3)}), ((2, 3, 5), {"axes": (-1,), "keepdims": 0}),
+        ((2, 3, 4), {"axes": (0, 2)}), ((2, 3), {})]]
+    nearest = {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+    cases += [Case("Resize", (s,), {**nearest, "scales": k}) for s, k in [
+        ((1, 3, 1, 1), (1.0, 1.0, 4.0, 5.0)), ((2, 2, 3, 2), (1.0, 1.0, 2.0, 3.0)), ((1, 2, 4), (1.0, 2.0, 1.0))]]
     for x in ((1, 3, 4, 4), (2, 3), (2, 3, 5)):
         c = (x[1],)
         cases += [Case("BatchNormalization", (x, c, c, c, c), p, positive=True)
