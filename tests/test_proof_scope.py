@@ -118,3 +118,38 @@ def test_verify_counts_scopes_and_proof_time_percentiles(tmp_path: Path,
     assert 0 < totals["seconds_p50"] <= totals["seconds_p99"] <= totals["seconds_max"]
     assert {r["id"]: r["scope"] for r in out["rules"]} == {"add-reassociated": "any shape",
                                                           "smul-matmul": "listed shapes"}
+
+
+def _converter_form(rule_id: str = "cv-fold_add_conv_bias"):  # noqa: ANN202
+    from taso.substitutions.rule import load_rules
+
+    found = next(r for r in load_rules(LIBRARY).rules if r.id == rule_id)
+    assert "parametric" in dict(found.provenance) and found.proof.scope is Scope.LISTED_SHAPES
+    return found
+
+
+def test_verify_tries_the_general_proof_only_where_the_file_claims_any_shape(monkeypatch) -> None:  # noqa: ANN001
+    """The general attempt of a parametric converter form runs to its limit (3-10 s) when
+    its axioms are shape-guarded: on every rule, verify took 14 min for the library."""
+    from taso.substitutions.generate import _prove
+
+    shapes_given: list[bool] = []
+    real = _prove.prove
+
+    def spy(rule, **kwargs):  # noqa: ANN001, ANN202
+        shapes_given.append(kwargs.get("shapes") is not None)
+        return real(rule, **kwargs)
+
+    monkeypatch.setattr(_prove, "prove", spy)
+    check = verify_rule(_converter_form())
+    assert check.verdict.value == "proved" and shapes_given and all(shapes_given)
+
+
+def test_a_failed_general_attempt_counts_in_the_proof_time(monkeypatch) -> None:  # noqa: ANN001
+    from taso.substitutions.generate import _prove
+
+    rule_ = _converter_form()
+    slow = _prove.ProofResult(ProofStatus.TIMEOUT, 5.0, (), "limit")
+    real = _prove.prove
+    monkeypatch.setattr(_prove, "prove", lambda r, **k: slow if k.get("shapes") is None and "only" not in k else real(r, **k))
+    assert prove_rule(rule_).seconds >= 5.0

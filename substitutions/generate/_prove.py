@@ -15,6 +15,7 @@ configs' shapes (`prove_at_witnesses`), and `prove_rule` tries to widen it.
 
 from __future__ import annotations
 
+import enum
 import re
 import time
 from collections.abc import Mapping
@@ -251,14 +252,26 @@ def _default_bindings(rule: Rule) -> dict[str, object]:
     return out
 
 
-def prove_rule(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT) -> ProofResult:
+class General(enum.Enum):
+    """Whether `prove_rule` first tries a parametric rule for every parameter and shape."""
+
+    TRY = "try"
+    SKIP = "skip"  # straight to the witness configs (the proof can only be narrower)
+
+
+def prove_rule(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT, general: General = General.TRY) -> ProofResult:
     """A parametric rule proved for every parameter value and shape, else (as every other
-    rule) at its witness configs; then widened to any shape where it can be (`widen`)."""
-    if "parametric" in dict(rule.provenance):
+    rule) at its witness configs; then widened to any shape where it can be (`widen`).
+    The seconds are all the attempts' together: a general attempt that runs to its limit
+    (3-10 s for a converter form whose axioms are shape-guarded) counts."""
+    spent = 0.0
+    if general is General.TRY and "parametric" in dict(rule.provenance):
         result = prove(rule, rlimit=rlimit)
         if result.status is ProofStatus.PROVED:
             return widen(rule, result, rlimit=rlimit)
-    return widen(rule, prove_at_witnesses(rule, rlimit=rlimit), rlimit=rlimit)
+        spent = result.seconds
+    result = widen(rule, prove_at_witnesses(rule, rlimit=rlimit), rlimit=rlimit)
+    return replace(result, seconds=result.seconds + spent)
 
 
 def widen(rule: Rule, result: ProofResult, *, rlimit: int = DEFAULT_RLIMIT) -> ProofResult:
