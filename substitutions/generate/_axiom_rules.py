@@ -114,13 +114,15 @@ def _rule(axiom: Axiom, lhs: tuple, rhs: tuple, suffix: str, witness: list[dict]
 
 
 PARAMETER_CONDITIONS: dict[str, tuple[tuple[str, str, str], ...]] = {
-    "global_avgpool_as_avgpool": (("AveragePool", "kernel_shape", "tuple(shape('x')[2:]) == {}"),),
+    "global_avgpool_as_avgpool": (("AveragePool", "kernel_shape", "tuple(shape('x')[2:]) == tuple({})"),),
+    "avgpool_as_conv": (("ConstPoolKernel", "channels", "shape('x')[1] == {}"),),
 }
 """Axiom conditions relating an operator's parameter to input shapes, as rule constraints
 (op, parameter, template): `{}` becomes the rule's parameter variable where it keeps one,
-else the literal it was built with. Without it ``AveragePool(x; kernel 3x3) ->
+else the literal it was built with. Without them ``AveragePool(x; kernel 3x3) ->
 GlobalAveragePool(x)`` matched x of unknown H and W (the applier refuses a contradicting
-shape only where both are known)."""
+shape only where both are known), and the refuter could draw no config for a rule whose
+pooling-kernel channel count was left free (the source type-checks only at x's)."""
 
 
 def _parameter_conditions(axiom: Axiom, terms: tuple) -> tuple[str, ...]:
@@ -133,14 +135,14 @@ def _parameter_conditions(axiom: Axiom, terms: tuple) -> tuple[str, ...]:
 
 
 def _parameter_of(terms: tuple, op: str, key: str) -> str | None:
-    """`tuple(var)` where the op's parameter is a variable, else its literal, else None."""
+    """The variable's name where the op's parameter is a variable, else its literal, else None."""
     for term in terms:
         if not isinstance(term, Term):
             continue
         if term.op == op:
             value = dict(term.params).get(key)
             if isinstance(value, ParamVar):
-                return f"tuple({value.name})"
+                return value.name
             if value is not None:
                 return repr(tuple(value)) if isinstance(value, list | tuple) else repr(value)
         found = _parameter_of(term.inputs, op, key)
