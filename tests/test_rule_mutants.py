@@ -1,20 +1,20 @@
 """Wrong rules are refuted with a counterexample (issue 19, item 2).
 
-The corpus (`tests.helpers.rule_mutants`) mutates shipped rules one point at a time
+The corpus (`benchmarks.rule_mutants`) mutates shipped rules one point at a time
 (swapped axes and permutations, wrong constants, dropped epsilon, wrong pads and strides,
 wrong broadcast, swapped operands, a similar op, exchanged outputs); each mutant is wrong
 at its original's witness configuration but carries no witness itself. `verify_rule` must
 refute every one with a ready-to-run counterexample, and prove none. Refutation times
-are measured by `python -m tests.helpers.rule_mutants`, not asserted here.
+are measured by `python -m benchmarks.rule_mutants`, not asserted here.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from benchmarks.rule_mutants import MUTATIONS, RLIMIT, fast_subset, mutant_corpus
 from taso.substitutions.generate._verify import RuleCheck, Verdict, verify_rule
 from taso.substitutions.rule import ProofStatus, Rule
-from tests.helpers.rule_mutants import MUTATIONS, RLIMIT, fast_subset, mutant_corpus
 
 FAST_RLIMIT = 100_000  # the prover only has to fail; the refuter decides
 

@@ -23,7 +23,7 @@ refute it: today's numeric witness reports it missing and the axiom-instance che
 consulted.
 
 `mutant_corpus()` picks a deterministic, varied corpus (every kind, at most two mutants
-per shipped rule); `python -m tests.helpers.rule_mutants` verifies it and prints the
+per shipped rule); `python -m benchmarks.rule_mutants` verifies it and prints the
 verdicts, which method refuted each and the p50/p99/max refutation time.
 """
 
@@ -37,9 +37,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
+from taso import substitutions
 from taso.opspecs import spec_by_name
 from taso.substitutions.generate._refute import BUDGET_S, CONFIGS, compare_sides, z3_counterexample
 from taso.substitutions.generate._refute_configs import choose_configs
@@ -55,7 +57,6 @@ from taso.substitutions.rule import (
     RuleError,
     load_rules,
 )
-from tests.helpers.rules import LIBRARY
 
 Mutation = Callable[[Rule], Iterator[tuple[str, Rule]]]
 CORPUS_SIZE = 140
@@ -274,6 +275,10 @@ def mutants_of(rule: Rule) -> Iterator[Rule]:
             if kept is not None:
                 yield kept
                 break
+
+
+LIBRARY = Path(substitutions.__file__).parent / "library" / "rules.json"
+"""The shipped rule file the mutants are made from."""
 
 
 @functools.cache
