@@ -15,7 +15,7 @@ from taso.substitutions.generate import _verify
 from taso.substitutions.generate._refute import Method, compare_sides, refute
 from taso.substitutions.generate._refute_configs import choose_configs, constraints_hold
 from taso.substitutions.generate._verify import Verdict, verify_rule
-from taso.substitutions.rule import ProofStatus, Rule, load_rules
+from taso.substitutions.rule import ParamVar, ProofStatus, Rule, load_rules
 from tests.helpers.rules import ANY, LIBRARY, node, relu_is_identity, rule
 
 
@@ -87,3 +87,20 @@ def test_agreeing_sides_compare_equal_within_rounding() -> None:
     x = np.array([1e3, -2.5, 0.0])
     assert compare_sides(relu_is_identity(), {"x": np.abs(x)}, {}) == ""
     assert compare_sides(relu_is_identity(), {"x": x}, {}) != ""
+
+
+def _pool_as_maxpool() -> Rule:
+    """conv(x, poolkernel(c, k); group c) = maxpool(x; k): wrong (the average is not the max);
+    its source type-checks only where c is x's channel count, which a constraint states."""
+    return rule("pool-as-max", "conv(x, poolkernel(c, k); group c) = maxpool(x; k)", [("x", ANY)],
+                [node("n0", "ConstPoolKernel", channels=ParamVar("c"), kernel_shape=ParamVar("k")),
+                 node("n1", "Conv", "x", "n0", group=ParamVar("c"))],
+                [node("t0", "MaxPool", "x", kernel_shape=ParamVar("k"))], [("n1", "t0")],
+                constraints=("shape('x')[1] == c", "rank('x') == 4"))
+
+
+def test_a_rule_refuted_where_the_prover_cannot_type_it_is_refuted() -> None:
+    """The prover, given no shapes, cannot bind c and raises a ShapeError; the refuter's own
+    config is a counterexample, so the verdict is refuted, not ill-typed."""
+    check = verify_rule(_pool_as_maxpool())
+    assert check.verdict is Verdict.REFUTED and check.counterexample

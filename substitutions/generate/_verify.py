@@ -86,13 +86,16 @@ def verify_rule(rule: Rule, *, rlimit: int = DEFAULT_RLIMIT) -> RuleCheck:
     try:
         proof = _prove(rule, rlimit)
         witness = check_witness(rule)
-    except ShapeError as err:  # a shape the witness configs did not reach
-        return RuleCheck(rule.id, ProofStatus.UNCHECKED, False, 0.0, str(err), Verdict.ILL_TYPED)
     except Exception as err:  # noqa: BLE001 - one rule's failure must not stop the file
-        detail = f"verification failed: {type(err).__name__}: {err}"
+        # a counterexample at the refuter's own config outweighs a shape the prover's or
+        # the witness's configs could not type (a parameter none of them binds)
         if refutation is not None:
+            detail = f"verification failed: {type(err).__name__}: {err}"
             return RuleCheck(rule.id, ProofStatus.UNCHECKED, False, 0.0, detail, Verdict.REFUTED,
                              refutation.reproducer, refutation.method.value, refute_seconds)
+        if isinstance(err, ShapeError):  # a shape the witness configs did not reach
+            return RuleCheck(rule.id, ProofStatus.UNCHECKED, False, 0.0, str(err), Verdict.ILL_TYPED)
+        detail = f"verification failed: {type(err).__name__}: {err}"
         return RuleCheck(rule.id, ProofStatus.UNCHECKED, False, 0.0, detail, Verdict.UNKNOWN,
                          refute_seconds=refute_seconds)
     verdict = _verdict(proof.status, witness.outcome, refutation)
