@@ -75,10 +75,8 @@ def run_reference(
         return ReferenceRun(error=error)
     try:
         run = run_model_timed(model, inputs, providers=providers)
-        outputs = run.outputs
-        if exact_providers is not None and exact_providers != providers:
-            del outputs
-            outputs = run_model(model, inputs, providers=exact_providers)
+        exact = exact_providers not in (None, providers)
+        outputs = run_model(model, inputs, providers=exact_providers) if exact else run.outputs
     except BackendError as error:
         return ReferenceRun(inputs, error=error)
     return ReferenceRun(inputs, outputs, timing=run.timing)

@@ -60,7 +60,8 @@ def measure(model_dir: Path, repeats: int, budget: float | None, work: Path) -> 
     spec = _shape_spec(manifest)
     profile = backends.ShapeProfile.parse(spec) if spec else None
     inputs = backends.make_inputs(source, profile=profile)
-    cuda = OrtCudaBackend().providers
+    device = OrtCudaBackend()
+    cuda = device.providers
     copy = work / f"{model_dir.name}_copy.onnx"
     shutil.copyfile(source, copy)
     noise = [backends.measure_interleaved(source, copy, inputs, repeats=repeats, warmup=10,
@@ -71,7 +72,7 @@ def measure(model_dir: Path, repeats: int, budget: float | None, work: Path) -> 
     optimize_s = time.perf_counter() - start
     timing = backends.measure_interleaved(source, out, inputs, repeats=repeats, warmup=10, providers=cuda)
     cpu = backends.run_model(source, inputs)
-    gpu = backends.run_model(out, inputs, providers=OrtCudaBackend().exact_providers)
+    gpu = backends.run_model(out, inputs, providers=device.exact_providers)
     diff = max(float(np.max(np.abs(np.asarray(cpu[k], np.float64) - np.asarray(gpu[k], np.float64))))
                for k in cpu)
     report = result.report
