@@ -29,7 +29,7 @@ from taso.pipeline._canonical import SIMPLIFICATIONS
 from taso.pipeline._decide import MIN_SPEEDUP, Device, Duel, cpu
 from taso.pipeline._rewriting import SearchOutcome
 from taso.pipeline._summary import model_bytes, op_counts
-from taso.report import CheckStatus, Decision, Latency, Report, SweepRecord
+from taso.report import CheckStatus, Decision, JointRule, Latency, Report, SweepRecord
 from taso.search.sweep import SweepStep
 
 
@@ -161,9 +161,13 @@ def check_and_choose(
 def sweep_record(step: SweepStep) -> SweepRecord:
     if step.skipped is not None:
         return SweepRecord(step.rule_id, step.rewrites, None, False, True, step.predicted_speedup, step.skipped.value,
-                           site=step.site)
+                           site=step.site, joint=_joint(step))
     return SweepRecord(step.rule_id, step.rewrites, step.speedup, step.accepted, step.complete, step.predicted_speedup,
-                       cached=step.cached, site=step.site)
+                       cached=step.cached, site=step.site, joint=_joint(step))
+
+
+def _joint(step: SweepStep) -> tuple[JointRule, ...]:
+    return tuple(JointRule(rule_id, count) for rule_id, count in step.joint)
 
 
 RECHECK_GAIN = 1.05

@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 
 from taso.backends import InterleavedTiming, ModelSource, run_model
 from taso.backends._session import Provider, RunTiming
-from taso.backends.compare import ReferenceRun
+from taso.backends.compare import ReferenceRun, runnable
 from taso.backends.cost_cache import CostCache, CostKey
 from taso.backends.ort_backends import OrtCpuBackend
 from taso.backends.timing import InterleavedPairs, order_balanced
@@ -319,17 +318,19 @@ class MeasuredJudge:
     inputs: Mapping[str, np.ndarray]
     per_run_ms: float
     device: Device = field(default_factory=cpu)
-    _exported: dict[bytes, onnx.ModelProto] = field(default_factory=dict, repr=False)
+    data_folder: str | None = None
+    """Where the model's external weights live (candidates reference them, never copy them)."""
+    _exported: dict[bytes, ModelSource] = field(default_factory=dict, repr=False)
 
     @classmethod
     def for_reference(cls, reference: ReferenceRun, device: Device | None = None, *,
-                      max_run_ms: float = MAX_JUDGED_MS) -> MeasuredJudge | None:
+                      max_run_ms: float = MAX_JUDGED_MS, data_folder: str | None = None) -> MeasuredJudge | None:
         """A judge on the reference run's inputs (on `device`, where the reference ran), or
         None if the model is slower than `max_run_ms` per run (or ORT could not run it)."""
         timing = reference.timing
         if reference.error is not None or timing is None or timing.run_ms > max_run_ms:
             return None
-        return cls(reference.inputs, timing.run_ms, device or cpu())
+        return cls(reference.inputs, timing.run_ms, device or cpu(), data_folder)
 
     def __call__(self, current: Graph, candidate: Graph, deadline: float = math.inf) -> Judgement:
         signature = _pair_signature(current, candidate, self.inputs, "judge-sequential/")
@@ -351,7 +352,7 @@ class MeasuredJudge:
         if time.perf_counter() + 2 * look_s > deadline:
             return Judgement(1.0, False, complete=False)
         try:
-            pairs = InterleavedPairs(self._export(current), export(candidate), self.inputs, warmup=2,
+            pairs = InterleavedPairs(self._export(current), self._runnable(candidate), self.inputs, warmup=2,
                                      providers=self.device.providers)
             for looked in range(JUDGE_MAX_LOOKS):
                 if time.perf_counter() + look_s > deadline:
@@ -366,9 +367,13 @@ class MeasuredJudge:
             return Judgement(0.0, False)
         return Judgement(speedup, False)
 
-    def _export(self, graph: Graph) -> onnx.ModelProto:
+    def _export(self, graph: Graph) -> ModelSource:
         key = graph.structural_hash
         if key not in self._exported:
             self._exported.clear()  # keep only the current graph's model
-            self._exported[key] = export(graph)
+            self._exported[key] = self._runnable(graph)
         return self._exported[key]
+
+    def _runnable(self, graph: Graph) -> ModelSource:
+        model = export(graph)
+        return model if self.data_folder is None else runnable(model, self.data_folder)

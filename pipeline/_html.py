@@ -59,6 +59,13 @@ def report_html(report: Report, rules: Sequence[Rule] = ()) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _joint_note(sweep: SweepRecord) -> list[str]:
+    if not sweep.joint:
+        return []
+    return [f"<p>Judged together with {_e(', '.join(f'{p.rule_id} x{p.rewrites}' for p in sweep.joint))} "
+            "(a joint sweep: neither was faster alone).</p>"]
+
+
 def _sweep_section(sweep: SweepRecord, rule: Rule | None) -> str:
     assert sweep.site is not None
     gain = f"measured {sweep.measured_speedup:.3f}x faster" if sweep.measured_speedup else "not measured"
@@ -68,7 +75,7 @@ def _sweep_section(sweep: SweepRecord, rule: Rule | None) -> str:
              else f"proof: {rule.proof.status.value}; exactness: {rule.exactness.value}")
     math = "" if rule is None else f'<p><span class="math">{_e(rule.math)}</span></p>'
     return "\n".join([
-        f"<h2>Kept: {_e(sweep.rule_id)}</h2>", math,
+        f"<h2>Kept: {_e(sweep.rule_id)}</h2>", math, *_joint_note(sweep),
         f"<p>{_e(facts)}. Applied at {sweep.rewrites} site{'s' if sweep.rewrites != 1 else ''}: {_e(gain)}"
         + (", from the cost cache" if sweep.cached else "") + ". One of them:</p>",
         '<div class="pair">',

@@ -152,7 +152,7 @@ def _optimize(
         check_model(loaded.model, path=loaded.path)
     say(f"loaded: {len(graph.nodes)} nodes")
     reference = None
-    if budget.seconds > 0 and (check or (target.spec.judges_sweeps and not _has_external_weights(graph))):
+    if budget.seconds > 0 and (check or target.spec.judges_sweeps):
         # the check's expected outputs; the sweep judge's timing (no sweeps for external weights)
         with phases.time("check"):
             reference = run_reference(source(loaded), profile=profile, providers=target.device.providers,
@@ -333,15 +333,17 @@ def _sweeping(
 ) -> Sweeping | None:
     """The whole-model judge for rule sweeps, when the model can be judged whole.
 
-    Not for backends that do not judge sweeps (analytical: no device), models whose
-    weights live in external files (each judged candidate would be serialized whole in
-    memory), models ORT cannot run, or models too slow per run to be judged in the
-    sweeps' share of `budget` (`Budget.slowest_judged_ms`). The judge runs on the backend's
-    device; the kernel-cost screen only where candidates are priced by ORT CPU's kernels.
+    Not for backends that do not judge sweeps (analytical: no device), models ORT cannot
+    run, or models too slow per run to be judged in the sweeps' share of `budget`
+    (`Budget.slowest_judged_ms`). Candidates of a model with external weights reference
+    the input's data files (as the final decision's do); weights a rewrite computes are in
+    the candidate. The judge runs on the backend's device; the kernel-cost screen only
+    where candidates are priced by ORT CPU's kernels.
     """
-    if not target.spec.judges_sweeps or graph.context is None or _has_external_weights(graph) or reference is None:
+    if not target.spec.judges_sweeps or graph.context is None or reference is None:
         return None
-    measured = MeasuredJudge.for_reference(reference, target.device, max_run_ms=budget.slowest_judged_ms(MAX_JUDGED_MS))
+    measured = MeasuredJudge.for_reference(reference, target.device, max_run_ms=budget.slowest_judged_ms(MAX_JUDGED_MS),
+                                           data_folder=_data_folder(graph))
     if measured is None:
         if reference.error is None:
             say("rule sweeps skipped: the model is too slow per run to judge candidates whole in this budget")
@@ -349,11 +351,13 @@ def _sweeping(
 
     def on_step(step: SweepStep) -> None:
         predicted = f"predicted {step.predicted_speedup:.3f}x"
+        rules = " + ".join(f"{rule} x{count}" for rule, count in ((step.rule_id, step.rewrites), *step.joint))
+        kind = "joint sweep" if step.joint else "sweep"
         if step.skipped is not None:
-            say(f"sweep {step.rule_id} x{step.rewrites}: {predicted}, not judged: {step.skipped.value}")
+            say(f"{kind} {rules}: {predicted}, not judged: {step.skipped.value}")
             return
         verdict = ("faster" if step.complete else "ahead when time ran out") if step.accepted else "not faster"
-        say(f"sweep {step.rule_id} x{step.rewrites}: {predicted}, measured {step.speedup:.3f}x, {verdict}")
+        say(f"{kind} {rules}: {predicted}, measured {step.speedup:.3f}x, {verdict}")
 
     judge = guarded_judge(measured, on_failure=note)
     prior = GuardedCost(AnalyticalCostModel(profile=profile, folds=Folds.ORT), None, on_failure=note,
@@ -379,8 +383,9 @@ a percent (Relu as Clip, redundant Relus) only ever passed the judge by noise: o
 ten redundant Relus once measured "1.037x" both ways."""
 
 
-def _has_external_weights(graph: Graph) -> bool:
-    return any(init.is_external for init in graph.initializers.values())
+def _data_folder(graph: Graph) -> str | None:
+    """The folder of the model's external weights (None: every weight is in the model)."""
+    return next((init.base_dir for init in graph.initializers.values() if init.is_external), None)
 
 
 @dataclass(frozen=True)

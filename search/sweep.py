@@ -7,6 +7,8 @@
         order the sweeps by a cheap prior (analytical cost change), improving ones first
         judge each sweep against current, end to end, until one is clearly faster
         (or all are judged): current <- the fastest of those measured faster
+        if none was: the same with joint sweeps, two rules whose matches meet swept
+        together, where the screen predicts the pair more than both alone (`_joint`)
     until no sweep is faster, or the budget is spent
 
 Why: on converter output the gains come from a rewrite applied everywhere at once (every
@@ -34,15 +36,18 @@ import enum
 import math
 import time
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from taso.errors import InvalidModelError
-from taso.ir import INTERNAL_DOMAIN, Graph, Node
-from taso.report import SiteNode, StopReason, SweepSite
+from taso.ir import Graph
+from taso.report import StopReason, SweepSite
+from taso.search._candidates import Candidate, RuleExpand, apply_all, ordered, site_of
+from taso.search._joint import interacts, joint_candidates
 from taso.search.cost import CostModel
-from taso.search.rewrite import Expand, Move, Rewrite, affected_nodes, dangling_values
+from taso.search.rewrite import Expand
+
+__all__ = ["Judge", "Judgement", "RuleExpand", "Skipped", "SweepResult", "SweepStep", "apply_all", "site_of", "sweep"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,8 @@ class SweepStep:
     """The judge's verdict came from its cache (every judgement of it, when confirmed)."""
     site: SweepSite | None = None
     """One of the sweep's matches: the nodes it replaced and those it wrote (for pictures)."""
+    joint: tuple[tuple[str, int], ...] = ()
+    """A joint sweep's further rules, swept on top of `rule_id`'s, with their match counts."""
 
 
 @dataclass(frozen=True)
@@ -106,20 +113,6 @@ class SweepResult:
     """Seconds from the start of the sweeps until the last sweep kept was accepted (None: none was)."""
 
 
-@dataclass(frozen=True)
-class _Sweep:
-    rule_id: str
-    graph: Graph
-    rewrites: int
-    predicted_delta: float
-    size_ratio: float  # the prior's cost of the sweep over the current graph's, at least 1
-    site: SweepSite | None = None
-
-
-RuleExpand = Callable[[str], Expand]
-"""An `Expand` that lists one rule's rewrites only, by rule id."""
-
-
 def sweep(
     graph: Graph, expand: Expand, judge: Judge, *, prior: CostModel, time_budget_s: float,
     expand_rule: RuleExpand | None = None, on_step: Callable[[SweepStep], None] | None = None,
@@ -129,56 +122,85 @@ def sweep(
 
     `expand` lists every rewrite of a graph; `expand_rule`, if given, one rule's (used to
     find matches again next to applied ones; without it they wait for the next round).
+    With both `screen` and `expand_rule`, a round that keeps nothing is followed by joint
+    sweeps of two rules (`taso.search._joint`).
     """
     started = time.perf_counter()
-    deadline = started + time_budget_s
-    current, applied, steps, judged = graph, Counter[str](), [], set[str]()
-    reason, judge_s, found_s = StopReason.EXHAUSTED, 0.0, None
-    screen_s = 0.0  # the longest screen so far, per unit of `_size_ratio`
+    run = _Run(judge, screen, min_predicted, on_step, deadline=started + time_budget_s)
+    current, applied, judged, tried = graph, Counter[str](), set[str](), set[frozenset[str]]()
+    reason, found_s = StopReason.EXHAUSTED, None
     while True:
-        if time.perf_counter() >= deadline:
+        if time.perf_counter() >= run.deadline:
             reason = StopReason.TIME_BUDGET
             break
-        accepted, best, round_start = None, 0.0, len(steps)
-        base = None if screen is None else screen.cost(current)
-        for candidate in _ordered(current, expand, expand_rule, prior, skip=judged, deadline=deadline):
+        run.new_round(current)
+        singles = ordered(current, expand, expand_rule, prior, skip=judged, deadline=run.deadline, clock=time.perf_counter)
+        accepted = run.judged_round(current, ((c, None) for c in singles), judged)
+        if accepted is None and screen is not None and expand_rule is not None:
+            accepted = run.judged_round(current, run.joint(current, expand, expand_rule, prior, tried), judged)
+        if accepted is None:
+            if time.perf_counter() >= run.deadline:
+                reason = StopReason.TIME_BUDGET
+            break
+        current, found_s = accepted.graph, time.perf_counter() - started
+        for rule_id, count in accepted.counts:
+            applied[rule_id] += count
+    return SweepResult(current, applied, tuple(run.steps), reason, time.perf_counter() - started, run.judge_s, found_s)
+
+
+Screened = tuple[Candidate, float | None]
+"""A candidate and its screened prediction (None: not screened yet)."""
+
+
+@dataclass
+class _Run:
+    """The state of one call of `sweep`: its steps, deadline and longest judgement/screen."""
+
+    judge: Judge
+    screen: CostModel | None
+    min_predicted: float
+    on_step: Callable[[SweepStep], None] | None
+    deadline: float
+    steps: list[SweepStep] = field(default_factory=list)
+    judge_s: float = 0.0
+    screen_s: float = 0.0  # the longest screen so far, per unit of `size_ratio`
+    base: float | None = None  # the screen's price of the current graph
+    predicted: dict[str, float] = field(default_factory=dict)  # this round's single predictions, by rule
+
+    def new_round(self, current: Graph) -> None:
+        self.base = None if self.screen is None else self.screen.cost(current)
+        self.predicted = {}
+
+    def judged_round(self, current: Graph, candidates: Iterable[Screened], judged: set[str]) -> Candidate | None:
+        """Judge `candidates` in order; the fastest one measured faster (the first one
+        `SETTLED_SPEEDUP` faster), or None. Rules judged not faster join `judged`."""
+        accepted, best, round_start = None, 0.0, len(self.steps)
+        for candidate, screened in candidates:
             asked = time.perf_counter()
-            if asked >= deadline:
+            if asked >= self.deadline:
                 break
-            predicted, skip = 1.0, None
-            if screen is not None and base is not None:
-                if asked + screen_s * candidate.size_ratio > deadline:  # its screen would outlast the budget
-                    deadline = asked
+            predicted, skip = (1.0, None) if screened is None else (screened, None)
+            if screened is None and self.screen is not None and self.base is not None:
+                priced = self._priced(candidate, asked)
+                if priced is None:  # its screen would outlast the budget
                     break
-                cost = screen.cost(candidate.graph)
-                screen_s = max(screen_s, (time.perf_counter() - asked) / candidate.size_ratio)
-                predicted, skip = _screened(cost, base, min_predicted)
+                predicted, skip = priced
             if skip is not None:
-                steps.append(SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta, predicted,
-                                       False, predicted_speedup=predicted, skipped=skip, site=candidate.site))
-                if on_step is not None:
-                    on_step(steps[-1])
+                self._record(candidate, predicted, predicted, False, skipped=skip)
                 continue
-            verdict = judge(current, candidate.graph, deadline)
+            verdict = self.judge(current, candidate.graph, self.deadline)
             if verdict.faster and (candidate.predicted_delta > 0 or predicted < 1.0):
-                verdict = _confirmed(judge, current, candidate.graph, verdict, deadline)
+                verdict = _confirmed(self.judge, current, candidate.graph, verdict, self.deadline)
             if not verdict.complete:  # no time left to judge it
                 if verdict.faster and accepted is None and candidate.predicted_delta < 0:
                     accepted = candidate  # ahead when time ran out: the final decision settles it
-                    steps.append(SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta,
-                                           verdict.speedup, True, complete=False, predicted_speedup=predicted,
-                                           site=candidate.site))
-                    if on_step is not None:
-                        on_step(steps[-1])
-                deadline = asked
+                    self._record(candidate, verdict.speedup, predicted, True, complete=False)
+                self.deadline = asked
                 break
-            judged.add(candidate.rule_id)
-            judge_s = max(judge_s, time.perf_counter() - asked)
-            steps.append(SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta, verdict.speedup,
-                                   verdict.faster, predicted_speedup=predicted, cached=verdict.cached,
-                                   site=candidate.site))
-            if on_step is not None:
-                on_step(steps[-1])
+            if not candidate.joint:
+                judged.add(candidate.rule_id)
+            self.judge_s = max(self.judge_s, time.perf_counter() - asked)
+            self._record(candidate, verdict.speedup, predicted, verdict.faster, cached=verdict.cached)
             if verdict.faster and verdict.speedup > best:
                 if accepted is not None:
                     judged.discard(accepted.rule_id)  # outdone this round; may be tried again
@@ -187,21 +209,63 @@ def sweep(
                     break
             elif verdict.faster:
                 judged.discard(candidate.rule_id)
-        steps = _outdone_not_kept(steps, round_start, accepted)
-        if accepted is None:
-            if time.perf_counter() >= deadline:
-                reason = StopReason.TIME_BUDGET
-            break
-        current, found_s = accepted.graph, time.perf_counter() - started
-        applied[accepted.rule_id] += accepted.rewrites
-    return SweepResult(current, applied, tuple(steps), reason, time.perf_counter() - started, judge_s, found_s)
+        self.steps = _outdone_not_kept(self.steps, round_start, accepted)
+        return accepted
+
+    def joint(self, current: Graph, expand: Expand, expand_rule: RuleExpand, prior: CostModel,
+              tried: set[frozenset[str]]) -> Iterator[Screened]:
+        """The joint sweeps of this round worth judging, each with its screened prediction."""
+        singles = ordered(current, expand, expand_rule, prior, skip=set(), deadline=self.deadline,
+                          clock=time.perf_counter)
+        alone = {}
+        for single in singles:
+            priced = self._single(single)
+            if priced is None:
+                return
+            alone[single.rule_id] = priced
+        for pair in joint_candidates(current, singles, expand_rule, tried=tried):
+            priced = self._priced(pair, time.perf_counter())
+            if priced is None:
+                return
+            predicted, skip = priced
+            first, second = pair.rule_id, pair.joint[0][0]
+            if skip is None and interacts(predicted, (alone[first], alone[second]), self.min_predicted):
+                yield pair, predicted
+
+    def _single(self, candidate: Candidate) -> float | None:
+        if candidate.rule_id not in self.predicted:
+            priced = self._priced(candidate, time.perf_counter())
+            if priced is None:
+                return None
+        return self.predicted[candidate.rule_id]
+
+    def _priced(self, candidate: Candidate, asked: float) -> tuple[float, Skipped | None] | None:
+        """The screen's prediction for `candidate` (None: its screen would outlast the budget)."""
+        assert self.screen is not None and self.base is not None
+        if asked + self.screen_s * candidate.size_ratio > self.deadline:
+            self.deadline = asked
+            return None
+        cost = self.screen.cost(candidate.graph)
+        self.screen_s = max(self.screen_s, (time.perf_counter() - asked) / candidate.size_ratio)
+        predicted, skip = _screened(cost, self.base, self.min_predicted)
+        if not candidate.joint:
+            self.predicted[candidate.rule_id] = predicted
+        return predicted, skip
+
+    def _record(self, candidate: Candidate, speedup: float, predicted: float, accepted: bool, *,
+                complete: bool = True, cached: bool = False, skipped: Skipped | None = None) -> None:
+        self.steps.append(SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta, speedup,
+                                    accepted, complete=complete, predicted_speedup=predicted, skipped=skipped,
+                                    cached=cached, site=candidate.site, joint=candidate.joint))
+        if self.on_step is not None:
+            self.on_step(self.steps[-1])
 
 
-def _outdone_not_kept(steps: list[SweepStep], since: int, kept: _Sweep | None) -> list[SweepStep]:
+def _outdone_not_kept(steps: list[SweepStep], since: int, kept: Candidate | None) -> list[SweepStep]:
     """A round's steps with `accepted` true only for the sweep that was applied."""
-    chosen = None if kept is None else kept.rule_id
+    chosen = None if kept is None else (kept.rule_id, kept.joint)
     return steps[:since] + [
-        step if step.rule_id == chosen or not step.accepted else replace(step, accepted=False)
+        step if (step.rule_id, step.joint) == chosen or not step.accepted else replace(step, accepted=False)
         for step in steps[since:]
     ]
 
@@ -219,16 +283,6 @@ def _confirmed(judge: Judge, current: Graph, candidate: Graph, verdict: Judgemen
     return Judgement(combined, 0.0 < again.speedup < 1.0, cached=verdict.cached and again.cached)
 
 
-def _size_ratio(prior_base: float, predicted_delta: float) -> float:
-    """How many times the current graph's work the prior predicts a candidate to be (at
-    least 1): a screen compiles and profiles the candidate, which takes about that much
-    longer. On ResNet-50, TASO's 1x1-enlarging sweep (9x the weights, 4x the latency) took
-    5.5 s to screen where the others took 0.5 s, and ran the call 40% past its budget."""
-    if prior_base <= 0:
-        return 1.0
-    return max(1.0, (prior_base + predicted_delta) / prior_base)
-
-
 SAME_COST = 1e-9
 """Relative cost difference below which two graphs are priced the same (the kernel model
 sums the same cached kernel times, up to the order of the additions)."""
@@ -244,40 +298,6 @@ def _screened(cost: float, base: float, min_predicted: float) -> tuple[float, Sk
     return predicted, None
 
 
-def _ordered(
-    graph: Graph, expand: Expand, expand_rule: RuleExpand | None, prior: CostModel, *, skip: set[str],
-    deadline: float = math.inf,
-) -> list[_Sweep]:
-    """Every not-yet-judged rule's sweep of `graph`, most promising (by the prior) first
-    (the rules still unpriced when `deadline` comes, most matches first, are left out)."""
-    by_rule: dict[str, list[Rewrite]] = {}
-    for rewrite in expand(graph, None):
-        if rewrite.rule_id not in skip:
-            by_rule.setdefault(rewrite.rule_id, []).append(rewrite)
-    base = prior.cost(graph)
-    sweeps = []
-    for rule_id, found in sorted(by_rule.items(), key=lambda item: (-len(item[1]), item[0])):
-        if time.perf_counter() >= deadline:
-            break
-        swept, count = apply_all(graph, found, expand_rule(rule_id) if expand_rule else None)
-        if count:
-            delta = prior.cost(swept) - base
-            sweeps.append(_Sweep(rule_id, swept, count, delta, _size_ratio(base, delta), site_of(graph, found[0])))
-    return sorted(sweeps, key=lambda s: (s.predicted_delta > 0, s.predicted_delta, s.rule_id))
-
-
-def site_of(graph: Graph, rewrite: Rewrite) -> SweepSite:
-    """The nodes `rewrite` removed from `graph` and those it added, by node id."""
-    return SweepSite(
-        before=tuple(_site_node(graph.nodes[i]) for i in sorted(rewrite.removed)),
-        after=tuple(_site_node(rewrite.graph.nodes[i]) for i in sorted(rewrite.added)),
-    )
-
-
-def _site_node(node: Node) -> SiteNode:
-    return SiteNode(node.op_type, node.inputs, node.outputs, folded=node.domain == INTERNAL_DOMAIN)
-
-
 SETTLED_SPEEDUP = 1.05
 """A sweep measured at least this much faster is kept at once; a smaller win is kept only
 after the round's other sweeps were judged, if none measured faster still. Sweeps can
@@ -286,61 +306,3 @@ final decision can resolve) removes the matches of merging `x1 @ y1 + x2 @ y2` i
 MatMul (1.27x), and taking the first win kept the small one."""
 
 
-MAX_ROUNDS = 8
-"""Rounds of `apply_all` per sweep: matches next to an applied one are re-found and
-applied in the next round (a chain of adjacent matches takes one round per link)."""
-
-
-def apply_all(graph: Graph, found: list[Rewrite], refind: Expand | None = None) -> tuple[Graph, int]:
-    """`graph` with as many of `found` (rewrites of `graph`, of one rule) applied as fit.
-
-    A match that overlaps an applied one, or reaches into its neighbourhood (where the
-    match's own conditions, such as a value's consumer count, may have changed), is
-    skipped; with `refind` (an `Expand` for this rule alone), the rule's matches around
-    the applied ones are then found again on the new graph and applied in a further round.
-    """
-    current, count = graph, 0
-    for _ in range(MAX_ROUNDS):
-        current, applied, touched, skipped = _apply_disjoint(current, found)
-        count += applied
-        if not (skipped and applied and refind is not None):
-            break
-        found = list(refind(current, frozenset(i for i in touched if i in current.nodes)))
-    return current, count
-
-
-def _apply_disjoint(graph: Graph, found: list[Rewrite]) -> tuple[Graph, int, set[int], bool]:
-    """Apply the rewrites that do not touch each other (each re-applied with
-    `Move.rebase` to the graph the earlier ones produced). Returns the graph, how many
-    applied, the nodes touched, and whether any were skipped for touching an applied one.
-
-    A rebased rewrite could close a cycle through the changed region; the result is
-    checked once, and only if it is cyclic is the work redone checking every step."""
-    result = _rebase_all(graph, found, check_each=False)
-    try:
-        result[0].structural_hash  # noqa: B018 - a cyclic graph has no topological order
-    except InvalidModelError:
-        result = _rebase_all(graph, found, check_each=True)
-    return result
-
-
-def _rebase_all(graph: Graph, found: list[Rewrite], *, check_each: bool) -> tuple[Graph, int, set[int], bool]:
-    current, touched, count, skipped = graph, set[int](), 0, False
-    for rewrite in found:
-        if not rewrite.removed.isdisjoint(touched):
-            skipped = True
-            continue
-        moved = rewrite if count == 0 else Move.of(graph, rewrite).rebase(current)
-        if moved is None or dangling_values(current, moved) or (check_each and _cyclic(moved.graph)):
-            continue
-        touched |= rewrite.removed | affected_nodes(current, moved.graph, moved)
-        current, count = moved.graph, count + 1
-    return current, count, touched, skipped
-
-
-def _cyclic(graph: Graph) -> bool:
-    try:
-        graph.structural_hash  # noqa: B018
-    except InvalidModelError:
-        return True
-    return False

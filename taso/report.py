@@ -99,6 +99,14 @@ class SweepSite:
 
 
 @dataclass(frozen=True)
+class JointRule:
+    """A rule swept together with a joint sweep's first rule, and its match count."""
+
+    rule_id: str
+    rewrites: int
+
+
+@dataclass(frozen=True)
 class SweepRecord:
     """One rule sweep, every match of `rule_id` applied at once: judged end to end, or
     (`not_judged` says why) ruled out by the kernel cost model's prediction."""
@@ -117,6 +125,17 @@ class SweepRecord:
     an earlier call on this device) rather than measured in this call; None: not judged."""
     site: SweepSite | None = None
     """One of the sweep's matches, as it was before and after the rewrite."""
+    joint: tuple[JointRule, ...] = ()
+    """For a joint sweep (rules that pay only together), the rules swept on top of
+    `rule_id`'s sweep and judged with it as one candidate."""
+
+    def rules(self) -> str:
+        """The rule and its match count (and a joint sweep's further rules, with theirs)."""
+        return " + ".join(f"{rule} x{count}" for rule, count in self.counts())
+
+    def counts(self) -> tuple[tuple[str, int], ...]:
+        """Every rule the sweep applied, with its match count."""
+        return ((self.rule_id, self.rewrites), *((part.rule_id, part.rewrites) for part in self.joint))
 
     def verdict(self) -> str:
         """kept, not kept, or why it was not judged; and whether the verdict was cached."""
@@ -129,9 +148,9 @@ class SweepRecord:
         """One line: the rule, its matches, and the verdict (or why it was not judged)."""
         predicted = "" if self.predicted_speedup is None else f" (predicted {self.predicted_speedup:.3f}x)"
         if self.not_judged is not None or self.measured_speedup is None:
-            return f"{self.rule_id} x{self.rewrites} not judged: {self.not_judged}{predicted}"
+            return f"{self.rules()} not judged: {self.not_judged}{predicted}"
         verdict = ("kept" if self.resolved else "ahead when time ran out, kept for the decision") if self.kept else "not kept"
-        return f"{self.rule_id} x{self.rewrites} {self.measured_speedup:.3f}x {verdict}{predicted}"
+        return f"{self.rules()} {self.measured_speedup:.3f}x {verdict}{predicted}"
 
 
 class DimSource(enum.Enum):
@@ -326,7 +345,7 @@ class Report:
 
     def layout(self) -> SummaryLayout:
         """The summary's tables as cells (a header row first) and its closing lines."""
-        sweeps = [(s.rule_id, str(s.rewrites), _x(s.predicted_speedup), _x(s.measured_speedup), s.verdict())
+        sweeps = [(" + ".join(r for r, _ in s.counts()), "+".join(str(n) for _, n in s.counts()), _x(s.predicted_speedup), _x(s.measured_speedup), s.verdict())
                   for s in self.sweeps]
         return SummaryLayout(
             models=(("", "before", "after", "change"), *self._model_rows()),

@@ -19,10 +19,12 @@ import taso
 from taso._model_io import check_model, load_model
 from taso._onnx_import import import_model
 from taso.backends import AnalyticalCostModel, run_model
-from taso.backends.compare import runnable
+from taso.backends.compare import run_reference, runnable
 from taso.errors import InvalidModelError
+from taso.pipeline._decide import MeasuredJudge
 from taso.pipeline._export import export
 from taso.pipeline._rewriting import run_search
+from taso.pipeline.api import _data_folder
 from taso.pipeline.budget import Budget
 from tests.helpers.rules import FIXTURE_RULES
 
@@ -97,3 +99,26 @@ def test_optimizing_with_check_accepts_a_model_with_external_weights(tmp_path: P
     # at budget 0 nothing is applied, and an unchanged model needs no check
     expected = taso.CheckStatus.PASSED if budget else taso.CheckStatus.SKIPPED
     assert result.report.check is expected, result.report.warnings
+
+
+def test_the_sweep_judge_runs_candidates_that_reference_external_weights(tmp_path: Path, monkeypatch) -> None:
+    """A candidate of a model with external weights keeps referencing the input's data
+    file; the judge hands ORT that folder (without it ORT refused every candidate, so
+    sweeps of torch.onnx dynamo exports, which write external data, were never judged)."""
+    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path / "cache"))
+    path = write_external_model(tmp_path)
+    loaded = load_model(path)
+    graph = import_model(loaded.model, base_dir=loaded.base_dir)
+    reference = run_reference(runnable(loaded.model, loaded.base_dir))
+    judge = MeasuredJudge.for_reference(reference, data_folder=_data_folder(graph))
+    assert judge is not None
+    candidate = run_search(graph, rules=FIXTURE_RULES, cost_model=AnalyticalCostModel(), alpha=1.05,
+                           budget=Budget.of(2.0)).graph
+    verdict = judge(graph, candidate)
+    assert verdict.complete and verdict.speedup > 0  # measured (a refused candidate is judged 0.0)
+
+
+def test_sweeps_are_judged_for_a_model_with_external_weights(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path / "cache"))
+    report = taso.optimize_onnx(write_external_model(tmp_path), time_budget_s=4, rules=FIXTURE_RULES).report
+    assert report.sweeps, report.summary()

@@ -1,0 +1,92 @@
+"""Joint sweeps (`taso.search._joint`): two rules that pay only together are judged as one
+candidate when a round of single sweeps keeps nothing; on toy chains, fake screen and judge."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from taso.ir import Graph
+from taso.report import JointRule, SweepRecord
+from taso.search import WholeGraphCost
+from taso.search.sweep import Judgement, Skipped, sweep
+from tests.helpers.search_toys import Expander, OpWeights, chain, ops_of, swap
+
+PRIOR = OpWeights({"A": 1.0, "B": 1.0, "C": 1.0, "E": 1.0, "X": 1.0})
+RULES = {"A->B": swap("A", "B"), "C->E": swap("C", "E")}
+
+
+@dataclasses.dataclass(frozen=True)
+class Together(WholeGraphCost):
+    """A device on which B and E are each a little slower alone, and much faster together
+    (like two rewrites that keep a region in one layout only when both are made)."""
+
+    alone: float = 0.1
+    together: float = -3.0
+    calls: list[list[str]] = dataclasses.field(default_factory=list)
+
+    def cost(self, graph: Graph) -> float:
+        ops = ops_of(graph)
+        self.calls.append(ops)
+        has_b, has_e = "B" in ops, "E" in ops
+        return 10.0 + self.alone * (has_b + has_e) + (self.together if has_b and has_e else 0.0)
+
+
+def _judge(device: Together):
+    judged: list[list[str]] = []
+
+    def judge(current: Graph, candidate: Graph, deadline: float) -> Judgement:
+        judged.append(ops_of(candidate))
+        speedup = device.cost(current) / device.cost(candidate)
+        return Judgement(speedup, speedup >= 1.01)
+
+    return judge, judged
+
+
+def _sweep(graph: Graph, device: Together, judge, *, screen: Together | None = None):
+    expand = Expander(tuple(RULES.values()))
+    return sweep(graph, expand, judge, prior=PRIOR, time_budget_s=10, screen=screen or device, min_predicted=1.005,
+                 expand_rule=lambda rule: Expander((RULES[rule],)))
+
+
+def test_two_rules_that_pay_only_together_are_kept_as_a_joint_sweep() -> None:
+    device = Together()
+    judge, judged = _judge(device)
+    result = _sweep(chain("A", "C"), device, judge)
+    assert sorted(ops_of(result.graph)) == ["B", "E"]
+    assert dict(result.applied) == {"A->B": 1, "C->E": 1}
+    singles = [s for s in result.steps if not s.joint]
+    assert {s.rule_id for s in singles} == {"A->B", "C->E"}
+    assert all(s.skipped is Skipped.PREDICTED_NOT_FASTER for s in singles)  # alone: predicted slower
+    (joint,) = [s for s in result.steps if s.joint]
+    assert joint.accepted and joint.rule_id == "A->B" and joint.joint == (("C->E", 1),)
+    assert judged == [["B", "E"]]  # only the pair was measured
+
+
+def test_rules_whose_matches_do_not_meet_are_not_paired() -> None:
+    device = Together()
+    judge, judged = _judge(device)
+    result = _sweep(chain("A", "X", "C"), device, judge)  # A's and C's matches share no value
+    assert ops_of(result.graph) == ["A", "X", "C"] and not result.applied
+    assert not any(s.joint for s in result.steps) and judged == []
+    assert all(set(ops) != {"B", "X", "E"} for ops in device.calls)  # the pair was never built
+
+
+def test_a_pair_that_only_adds_up_two_small_wins_is_not_judged_jointly() -> None:
+    """Each rule alone is predicted 1.1x faster (and measured slower); the pair is predicted
+    about their product: no interaction, so it is not judged again as a pair."""
+    screen = Together(alone=-0.5, together=-0.5 * 0.2)  # B alone 9.5, E alone 9.5, both 8.9 (> 10/1.1**2 * 1.02)
+    judge, judged = _judge(Together(alone=0.2, together=0.0))  # the device: each alone slower
+    result = _sweep(chain("A", "C"), screen, judge, screen=screen)
+    assert not result.applied
+    assert sorted(map(sorted, judged)) == [["A", "E"], ["B", "C"]]  # the singles, never the pair
+    assert not any(s.joint for s in result.steps)
+
+
+def test_a_joint_sweep_is_reported_with_every_rule_and_count() -> None:
+    record = SweepRecord("ax-reduce_mean_spatial_as_gap", 16, 1.035, True, True, 1.094,
+                         joint=(JointRule("ax-mul_channel_gate_upsampled", 16),))
+    assert record.describe() == (
+        "ax-reduce_mean_spatial_as_gap x16 + ax-mul_channel_gate_upsampled x16 1.035x kept (predicted 1.094x)")
+    assert record.counts() == (("ax-reduce_mean_spatial_as_gap", 16), ("ax-mul_channel_gate_upsampled", 16))
+    assert math.isclose(record.measured_speedup or 0, 1.035)
