@@ -134,10 +134,10 @@ def sweep(
             reason = StopReason.TIME_BUDGET
             break
         run.new_round(current)
-        singles = ordered(current, expand, expand_rule, prior, skip=judged, deadline=run.deadline, clock=time.perf_counter)
-        accepted = run.judged_round(current, ((c, None) for c in singles), judged)
-        if accepted is None and screen is not None and expand_rule is not None:
-            accepted = run.judged_round(current, run.joint(current, expand, expand_rule, prior, tried), judged)
+        every = ordered(current, expand, expand_rule, prior, skip=set(), deadline=run.deadline, clock=time.perf_counter)
+        accepted = run.judged_round(current, ((c, None) for c in every if c.rule_id not in judged), judged)
+        if accepted is None and screen is not None and expand_rule is not None and time.perf_counter() < run.deadline:
+            accepted = run.judged_round(current, run.joint(current, every, expand_rule, tried), judged)
         if accepted is None:
             if time.perf_counter() >= run.deadline:
                 reason = StopReason.TIME_BUDGET
@@ -212,24 +212,18 @@ class _Run:
         self.steps = _outdone_not_kept(self.steps, round_start, accepted)
         return accepted
 
-    def joint(self, current: Graph, expand: Expand, expand_rule: RuleExpand, prior: CostModel,
+    def joint(self, current: Graph, singles: list[Candidate], expand_rule: RuleExpand,
               tried: set[frozenset[str]]) -> Iterator[Screened]:
-        """The joint sweeps of this round worth judging, each with its screened prediction."""
-        singles = ordered(current, expand, expand_rule, prior, skip=set(), deadline=self.deadline,
-                          clock=time.perf_counter)
-        alone = {}
-        for single in singles:
-            priced = self._single(single)
-            if priced is None:
-                return
-            alone[single.rule_id] = priced
+        """The joint sweeps of `singles` (this round's, judged or not) worth judging, each
+        with its screened prediction."""
+        by_rule = {single.rule_id: single for single in singles}
         for pair in joint_candidates(current, singles, expand_rule, tried=tried):
-            priced = self._priced(pair, time.perf_counter())
-            if priced is None:
+            alone = [self._single(by_rule[rule_id]) for rule_id, _ in pair.counts]
+            priced = None if None in alone else self._priced(pair, time.perf_counter())
+            if priced is None:  # a screen would outlast the budget
                 return
             predicted, skip = priced
-            first, second = pair.rule_id, pair.joint[0][0]
-            if skip is None and interacts(predicted, (alone[first], alone[second]), self.min_predicted):
+            if skip is None and interacts(predicted, (alone[0] or 1.0, alone[1] or 1.0), self.min_predicted):
                 yield pair, predicted
 
     def _single(self, candidate: Candidate) -> float | None:
