@@ -1,5 +1,6 @@
-"""Axioms of the activations: Relu movement (through Concat, Transpose, MaxPool, into Conv)
-and the decompositions converters emit (HardSigmoid, HardSwish, SiLU, Gelu, Relu6)."""
+"""Axioms of the activations: Relu movement (through Concat, Transpose, MaxPool, into Conv;
+a positive scalar scale through it) and the decompositions converters emit (HardSigmoid,
+HardSwish, SiLU, Gelu, Relu6)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ SQRT2 = math.sqrt(2.0)
 SIXTH = float(np.float32(1 / 6))
 """1/6 as a float32 model writes it (tf2onnx multiplies by it instead of dividing by 6)."""
 UNARY = (cfg({"x": (2, 3)}), cfg({"x": (1, 3, 2, 2)}), cfg({"x": (5,)}))
+SCALED = (cfg({"x": (2, 3), "s": ()}), cfg({"x": (1, 2, 1, 2), "s": ()}), cfg({"x": (5,), "s": ()}))
+"""x with a scalar s (a learnable scale after an activation); few elements, as Z3 proves
+products of two unknowns slowly."""
 
 
 def _fill(a, value: float):  # noqa: ANN001, ANN202 - algebra values are untyped
@@ -94,4 +98,8 @@ AXIOMS = (
           (cfg({"x": (1, 1, 3, 3)}, kernel_shape=(2, 2)),
            cfg({"x": (1, 2, 4, 4)}, kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1)),
            cfg({"x": (2, 1, 3, 3)}, kernel_shape=(3, 3), pads=(1, 1, 1, 1)))),
+    Axiom("relu_scale_positive", "relu(x) * s = relu(x * s)  (s a positive scalar)", ("x", "s"),
+          lambda a, v, p: a("Mul", a("Relu", v["x"]), v["s"]),
+          lambda a, v, p: a("Relu", a("Mul", v["x"], v["s"])),
+          SCALED, condition=lambda s, p: tuple(s["s"]) == (), positive=frozenset({"s"})),
 )

@@ -42,6 +42,10 @@ MAX_GUARDED_INSTANCES = 64  # per axiom and goal
 # (reshape to x's own shape; elementwise ops on concats with equal piece sizes): the
 # equal-shape check of `guarded_instance` restricts them to where they hold.
 SHAPE_DEPENDENT = frozenset({"reshape_identity", "concat_add", "concat_mul"})
+# Axioms that hold only for a sign of a value (relu(x) * s = relu(x * s) for s > 0): an
+# uninterpreted formula cannot say so, and asserted for every s it would prove wrong rules.
+# Their own rules carry the sign as a constraint (`RULE_CONSTRAINTS`); the bank leaves them out.
+VALUE_DEPENDENT = frozenset({"relu_scale_positive"})
 
 
 def shape_literal(shape: tuple[int, ...]) -> z3.ExprRef:
@@ -123,6 +127,8 @@ def _concrete(axiom: Axiom) -> tuple[z3.BoolRef, ...] | None:
 def axiom_bank() -> tuple[BankAxiom, ...]:
     bank = []
     for axiom in bank_axioms():
+        if axiom.name in VALUE_DEPENDENT:
+            continue
         ops = axiom.ops()
         if axiom.derive is None and axiom.name not in SHAPE_DEPENDENT:
             formula = _parametric(axiom)

@@ -57,6 +57,8 @@ INPUT_SCALAR = ("rank('x') == 4", "rank('w') == 4", "is_const('w')", "is_const('
 folded into the weight of the conv that reads it."""
 SCALE_SHIFT = ("is_const('s')", _per_channel("s", scalar=True), "is_const('t')", _per_channel("t", scalar=True))
 """A scale then a shift of a conv's output: per channel or one value each."""
+F32_MAX = 3.4028234663852886e38
+"""A finite positive scale: relu(x) * inf is NaN at x = 0 where relu(x * inf) is 0."""
 GEMM = ("rank('A') == 2", "rank('B') == 2", "rank('C') <= 2")
 RULE_CONSTRAINTS: dict[str, tuple[str, ...]] = {
     "conv_bias_add": ("rank('x') == 4", CHANNEL),
@@ -64,8 +66,10 @@ RULE_CONSTRAINTS: dict[str, tuple[str, ...]] = {
     "conv_mul_channel": ("rank('x') == 4", CHANNEL),
     "conv_mul_channel_nobias": ("rank('x') == 4", CHANNEL),
     "gemm_matmul_add": GEMM,
+    "relu_scale_positive": ("is_const('s')", "shape('s') == ()", f"0 < value('s') <= {F32_MAX!r}"),
 }
-"""Side conditions of axiom-derived rules that the axioms' configs only imply."""
+"""Side conditions of axiom-derived rules that the axioms' configs only imply (a sign that
+the axiom's `positive` inputs only sample: the prover's bank leaves such axioms out)."""
 
 UNARY = (cfg({"x": (2, 3)}), cfg({"x": (1, 3, 2, 2)}), cfg({"x": (5,)}))
 
