@@ -61,7 +61,8 @@ def joint_candidates(
         refind = expand_rule(b.rule_id)
         found = [r for r in refind(a.graph, None) if r.rule_id == b.rule_id]
         swept, count = apply_all(a.graph, found, refind)
-        if count:
+        if count and swept.structural_hash not in (graph.structural_hash, a.graph.structural_hash,
+                                                   b.graph.structural_hash):  # not a rule undoing the other
             built += 1
             yield Candidate(a.rule_id, swept, a.rewrites, a.predicted_delta + b.predicted_delta,
                             max(a.size_ratio, b.size_ratio), a.site, removed=a.removed | b.removed,

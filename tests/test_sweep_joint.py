@@ -9,6 +9,8 @@ import math
 from taso.ir import Graph
 from taso.report import JointRule, SweepRecord
 from taso.search import WholeGraphCost
+from taso.search._candidates import Candidate, apply_all
+from taso.search._joint import joint_candidates
 from taso.search.sweep import Judgement, Skipped, sweep
 from tests.helpers.search_toys import Expander, OpWeights, chain, ops_of, swap
 
@@ -90,3 +92,20 @@ def test_a_joint_sweep_is_reported_with_every_rule_and_count() -> None:
         "ax-reduce_mean_spatial_as_gap x16 + ax-mul_channel_gate_upsampled x16 1.035x kept (predicted 1.094x)")
     assert record.counts() == (("ax-reduce_mean_spatial_as_gap", 16), ("ax-mul_channel_gate_upsampled", 16))
     assert math.isclose(record.measured_speedup or 0, 1.035)
+
+
+
+def test_a_rule_undoing_the_other_makes_no_joint_sweep() -> None:
+    """A->B then B->A gives back the current graph: no joint sweep is built from it (on
+    PP-OCRv4 rec, mul_assoc with its reverse was judged as a "pair")."""
+    graph = chain("A", "C")
+    rules = {"A->B": swap("A", "B"), "B->A": swap("B", "A")}
+    a_graph, _ = apply_all(graph, list(Expander((rules["A->B"],))(graph, None)))
+    a = Candidate("A->B", a_graph, 1, 0.0, 1.0, removed=frozenset({0}))
+    b = Candidate("B->A", chain("X", "C"), 1, 0.0, 1.0, removed=frozenset({0}))
+    pairs = list(joint_candidates(graph, [a, b], lambda rule: Expander((rules[rule],)), tried=set()))
+    assert pairs == []
+    rules["B->E"] = swap("B", "E")  # the same shape of pair, not undoing the first rule
+    b = dataclasses.replace(b, rule_id="B->E")
+    pairs = list(joint_candidates(graph, [a, b], lambda rule: Expander((rules[rule],)), tried=set()))
+    assert [ops_of(p.graph) for p in pairs] == [["E", "C"]] and pairs[0].joint == (("B->E", 1),)
