@@ -22,9 +22,12 @@ import onnx
 from onnx import numpy_helper
 
 from taso.ir import Dim, Graph, Initializer, Node, TensorType
-from taso.opspecs import EmitNode, OpKind, OpSpec, Shape, ShapeError, get_spec
+from taso.opspecs import EmitNode, OnnxNode, OpKind, OpSpec, Shape, ShapeError, get_spec
+from taso.opspecs.clip import BOUNDS_AS_INPUTS_OPSET
 
 _UNKNOWN = "?"
+_INPUTS_FROM_OPSET = MappingProxyType({"Clip": BOUNDS_AS_INPUTS_OPSET})
+"""Ops whose constant-input parameters were float attributes before the given opset."""
 
 
 class OpsetError(ShapeError):
@@ -134,6 +137,17 @@ def _data_dtype(inputs: Sequence[str], known: Mapping[str, TensorType]) -> np.dt
     return np.dtype(np.float32)
 
 
+def _older_form(spec: OpSpec, onnx_node: OnnxNode, opset: int) -> OnnxNode:
+    """`onnx_node` as `opset` writes it: Clip's bounds as attributes before opset 11."""
+    if opset >= _INPUTS_FROM_OPSET.get(spec.name, 0):
+        return onnx_node
+    attrs = dict(onnx_node.attrs)
+    for p in spec.params:
+        if p.input_index in onnx_node.const_inputs:
+            attrs[p.attr_name] = float(onnx_node.const_inputs[p.input_index].reshape(-1)[0])
+    return OnnxNode(onnx_node.op_type, attrs, {}, onnx_node.domain)
+
+
 class _Writer:
     """Accumulates the nodes, initializers and types of one emission."""
 
@@ -148,7 +162,7 @@ class _Writer:
     def node(self, spec: OpSpec, params: Mapping[str, object], inputs: tuple[str, ...], outputs: tuple[str, ...]) -> None:
         if self.opset < spec.min_opset:
             raise OpsetError(f"{spec.name} needs opset {spec.min_opset}, the model has {self.opset}")
-        onnx_node = spec.params_to_onnx(params, dtype=self.dtype)
+        onnx_node = _older_form(spec, spec.params_to_onnx(params, dtype=self.dtype), self.opset)
         wired = self._wire(inputs, onnx_node.const_inputs, outputs[0])
         attributes = tuple(sorted((k, as_attribute(v)) for k, v in onnx_node.attrs.items()))
         self.nodes.append(Node(onnx_node.op_type, onnx_node.domain, wired, outputs, attributes))
