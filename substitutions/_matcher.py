@@ -7,7 +7,8 @@ a matched node reads, then consumers of a bound value, and only for disconnected
 patterns every node of the op. A node matches when its view (`_bridge.node_view`) has
 the pattern's spec, input count and parameters (literals equal, `ParamVar`s bound
 consistently, unmentioned ones at their default); tensor variables bind consistently,
-`CONST` inputs only to constants. Graph nodes are matched at most once per match.
+`CONST` inputs only to constants, `COMPUTED` ones never to a constant. Graph nodes are
+matched at most once per match.
 
 A complete binding is refused when
   - a pattern input is bound to a value the matched nodes compute,
@@ -231,7 +232,7 @@ class _Search:
                     return None
             elif tensors.setdefault(ref.name, name) != name:
                 return None
-            elif self.compiled.rule.input_role(ref.name) is TensorRole.CONST and not self.index.is_constant(name):
+            elif not _role_admits(self.compiled.rule.input_role(ref.name), self.index.is_constant(name)):
                 return None
         return tensors
 
@@ -307,6 +308,11 @@ def emitted_exactness(rule: Rule, opset: int) -> Exactness:
 def _moves_elements_only(rule: Rule) -> bool:
     nodes = (*rule.source.nodes, *rule.target.nodes)
     return all(spec_by_name(node.op).element_moving for node in nodes)
+
+
+def _role_admits(role: TensorRole, constant: bool) -> bool:
+    """Whether a pattern input of `role` may bind a value that is (or is not) `constant`."""
+    return {TensorRole.CONST: constant, TensorRole.COMPUTED: not constant}.get(role, True)
 
 
 def _bind_params(bound: Mapping[str, object], node: CompiledNode, view: NodeView) -> dict[str, object] | None:

@@ -42,6 +42,7 @@ class TensorRole(enum.Enum):
 
     ANY = "any"  # any value
     CONST = "const"  # an initializer or constant-foldable value (a weight)
+    COMPUTED = "computed"  # a value computed at run time, never a constant
 
 
 class ProofStatus(enum.Enum):

@@ -19,6 +19,7 @@ from taso.opspecs import spec_by_name
 from taso.pipeline._canonical import canonicalize
 from taso.pipeline._export import export
 from taso.pipeline._rewriting import default_rules
+from taso.substitutions.generate._gating_families import channel_gate_rules
 from taso.substitutions.matching import apply, find_matches
 from tests.helpers.graphs import make_graph, weight
 from tests.helpers.ort import assert_same_outputs
@@ -88,6 +89,19 @@ def test_a_gate_that_is_not_per_channel_is_left_alone():
     for g in ((1, 1, 1, 1), (1, 16, 1, 6), (1, 16, 8, 6)):
         graph = canonicalize(make_graph(nodes, {"x": (1, 16, 8, 6), "g": g}, ["y"])).graph
         assert not find_matches(graph, RULES[GATE]), g
+
+
+def test_a_constant_per_channel_scale_is_not_a_gate():
+    """A batch norm's scale after a bias-free conv (tf2onnx: conv, x * s, + t) is a constant
+    (1, C, 1, 1): ORT folds it into the conv. Upsampled, it would be exported as a constant
+    of x's full shape and read by a Mul of its own (Keras EfficientNet-B0: 0.77x). The rule
+    as generated matches a gate computed at run time only, the SE block's still."""
+    rule = channel_gate_rules()[0]
+    nodes = [h.make_node("Conv", ["x", "w"], ["c"], group=16), h.make_node("Mul", ["c", "s"], ["y"])]
+    inits = [weight("w", (16, 1, 3, 3), 1), weight("s", (1, 16, 1, 1), 2)]
+    graph = canonicalize(make_graph(nodes, {"x": (1, 16, 8, 6)}, ["y"], inits, opset=18)).graph
+    assert not find_matches(graph, rule)
+    assert len(find_matches(canonicalize(_se_block()).graph, rule)) == 1
 
 
 def test_a_plane_of_unknown_size_is_left_alone():
