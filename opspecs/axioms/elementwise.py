@@ -9,6 +9,7 @@ from taso.opspecs.axioms._core import Axiom, cfg
 S2 = {"x": (2, 3), "y": (2, 3), "z": (2, 3)}
 S_BCAST = {"x": (2, 3, 4), "y": (3, 1), "z": (4,)}
 S_CHAN = {"x": (1, 3, 2, 2), "y": (1, 3, 2, 2), "z": (3, 1, 1)}
+S_BIAS = {"x": (2, 4, 3), "y": (3,), "z": (2, 4, 3)}  # a residual: (h @ W + b) + r
 S_SCALAR = {"x": (2, 3), "y": (3, 4), "s": (), "t": ()}
 S_SCALAR3 = {"x": (2, 2, 3), "y": (2, 3, 2), "s": (), "t": ()}
 S_SCALAR1 = {"x": (1, 4), "y": (4, 1), "s": (), "t": ()}
@@ -29,6 +30,13 @@ AXIOMS = (
     Axiom("add_assoc", "(x + y) + z = x + (y + z)", ("x", "y", "z"),
           lambda a, v, p: a("Add", a("Add", v["x"], v["y"]), v["z"]),
           lambda a, v, p: a("Add", v["x"], a("Add", v["y"], v["z"])), _xyz(),
+          exactness=Exactness.REASSOCIATES),
+    # its rules move a constant y past a computed z (`RULE_CONSTRAINTS`): a residual's bias
+    # added last, where ORT's CPU SkipLayerNormalization fusion (slower than Add +
+    # LayerNormalization) does not match, whichever way the converter ordered the operands
+    Axiom("add_right_comm", "(x + y) + z = (x + z) + y", ("x", "y", "z"),
+          lambda a, v, p: a("Add", a("Add", v["x"], v["y"]), v["z"]),
+          lambda a, v, p: a("Add", a("Add", v["x"], v["z"]), v["y"]), _xyz(S_BIAS),
           exactness=Exactness.REASSOCIATES),
     Axiom("mul_comm", "x * y = y * x", ("x", "y"),
           lambda a, v, p: a("Mul", v["x"], v["y"]),

@@ -67,6 +67,7 @@ RULE_CONSTRAINTS: dict[str, tuple[str, ...]] = {
     "conv_mul_channel_nobias": ("rank('x') == 4", CHANNEL),
     "gemm_matmul_add": GEMM,
     "relu_scale_positive": ("is_const('s')", "shape('s') == ()", f"0 < value('s') <= {F32_MAX!r}"),
+    "add_right_comm": ("is_const('y')", "not is_const('z')"),  # a sum's constant term added last
 }
 """Side conditions of axiom-derived rules that the axioms' configs only imply (a sign that
 the axiom's `positive` inputs only sample: the prover's bank leaves such axioms out)."""
