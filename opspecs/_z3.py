@@ -36,8 +36,11 @@ def param_value(kind: ParamKind, value: object) -> z3.ExprRef:
     """Z3 literal for a concrete parameter value (Z3 expressions pass through).
 
     ``None`` (an absent optional parameter) is one fixed uninterpreted constant per sort,
-    so absent == absent holds but nothing else is assumed about it."""
+    so absent == absent holds but nothing else is assumed about it. A tensor given for a
+    float (Clip's bound as the value of a scalar constant t) is ``scalar_value(t)``."""
     if isinstance(value, z3.ExprRef):
+        if kind is ParamKind.FLOAT and value.sort() == TENSOR:  # a bound read off a scalar tensor
+            return z3.Function("scalar_value", TENSOR, z3.RealSort())(value)
         return value
     if value is None:  # absent optional parameter (Clip bound, Transpose perm, ...)
         return z3.Const(f"absent_{param_sort(kind)}", param_sort(kind))

@@ -1,6 +1,7 @@
 """Axioms of the activations: Relu movement (through Concat, Transpose, MaxPool, into Conv;
-a positive scalar scale through it) and the decompositions converters emit (HardSigmoid,
-HardSwish, SiLU, Gelu, Relu6)."""
+a positive scalar scale through it; a positive scalar affine after it as a Clip with the
+shift as its bound) and the decompositions converters emit (HardSigmoid, HardSwish, SiLU,
+Gelu, Relu6)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,49 @@ UNARY = (cfg({"x": (2, 3)}), cfg({"x": (1, 3, 2, 2)}), cfg({"x": (5,)}))
 SCALED = (cfg({"x": (2, 3), "s": ()}), cfg({"x": (1, 2, 1, 2), "s": ()}), cfg({"x": (5,), "s": ()}))
 """x with a scalar s (a learnable scale after an activation); few elements, as Z3 proves
 products of two unknowns slowly."""
+AFFINE = (cfg({"x": (2, 3), "s": (), "t": ()}), cfg({"x": (1, 2, 1, 2), "s": (), "t": ()}),
+          cfg({"x": (5,), "s": (), "t": ()}))
+"""x with a scalar scale s and shift t (PP-HGNetV2's learnable affine after each Relu)."""
+AFFINE_CONV = (
+    cfg({"x": (1, 2, 1, 2), "w": (2, 2, 1, 1), "s": (), "t": ()}),
+    cfg({"x": (1, 1, 3, 3), "w": (1, 1, 2, 2), "s": (), "t": ()}, strides=(2, 2), pads=(1, 1, 1, 1)),
+    cfg({"x": (1, 2, 1, 2), "w": (2, 1, 1, 2), "s": (), "t": ()}, group=2),
+)
+"""Plain, strided and padded, grouped; few elements, as Z3 proves products of unknowns slowly."""
+AFFINE_CONV_BIAS = tuple(cfg({**c.shapes, "b": (c.shapes["w"][0],)}, **c.params) for c in AFFINE_CONV)
+AFFINE_CONV_BN = tuple(cfg({**c.shapes, **{k: (c.shapes["w"][0],) for k in ("g", "beta", "mean", "var")}},
+                           epsilon=eps, **c.params) for c, eps in zip(AFFINE_CONV, (1e-5, 1e-3, 0.0), strict=True))
+
+
+def _scalar_affine(shapes, params) -> bool:  # noqa: ANN001 - an axiom condition
+    """s and t are one value each (the canonical stage writes a (1,) constant as a scalar)."""
+    return tuple(shapes["s"]) == () and tuple(shapes["t"]) == ()
+
+
+def _affine_as_clip(a, y, v):  # noqa: ANN001, ANN202
+    """relu(y) * s + t."""
+    return a("Add", a("Mul", a("Relu", y), v["s"]), v["t"])
+
+
+def _conv_bn(a, v, p):  # noqa: ANN001, ANN202
+    """bn(conv(x, w); g, beta, mean, var)."""
+    conv = a("Conv", v["x"], v["w"], **_conv_params(p))
+    return a("BatchNormalization", conv, v["g"], v["beta"], v["mean"], v["var"], epsilon=p["epsilon"])
+
+
+def _conv_bn_scaled(a, v, p):  # noqa: ANN001, ANN202
+    """conv(x, w * k * s, (beta - mean * k) * s + t) with k = g / sqrt(var + eps): the BN
+    folded into the conv, then the affine."""
+    k = a("Div", v["g"], a("Sqrt", a("Add", v["var"], _fill(a, p["epsilon"]))))
+    weight = a("Mul", v["w"], a("Reshape", a("Mul", k, v["s"]), shape=(-1, 1, 1, 1)))
+    bias = a("Add", a("Mul", a("Sub", v["beta"], a("Mul", v["mean"], k)), v["s"]), v["t"])
+    return a("Conv", v["x"], weight, bias, **_conv_params(p))
+
+
+def _conv_scaled(a, v, p):  # noqa: ANN001, ANN202
+    """conv(x, w * s, b * s + t)."""
+    bias = a("Add", a("Mul", v["b"], v["s"]), v["t"])
+    return a("Conv", v["x"], a("Mul", v["w"], v["s"]), bias, **_conv_params(p))
 
 
 def _fill(a, value: float):  # noqa: ANN001, ANN202 - algebra values are untyped
@@ -102,4 +146,23 @@ AXIOMS = (
           lambda a, v, p: a("Mul", a("Relu", v["x"]), v["s"]),
           lambda a, v, p: a("Relu", a("Mul", v["x"], v["s"])),
           SCALED, condition=lambda s, p: tuple(s["s"]) == (), positive=frozenset({"s"})),
+    Axiom("relu_affine_as_clip", "relu(x) * s + t = clip(x * s + t; min t)  (s > 0, t scalars)",
+          ("x", "s", "t"),
+          lambda a, v, p: _affine_as_clip(a, v["x"], v),
+          lambda a, v, p: a("Clip", a("Add", a("Mul", v["x"], v["s"]), v["t"]), min=v["t"]),
+          AFFINE, condition=_scalar_affine, positive=frozenset({"s"})),
+    Axiom("conv_relu_affine_as_clip",
+          "relu(conv(x, w, b)) * s + t = clip(conv(x, w * s, b * s + t); min t)  (s > 0, t scalars)",
+          ("x", "w", "b", "s", "t"),
+          lambda a, v, p: _affine_as_clip(a, a("Conv", v["x"], v["w"], v["b"], **_conv_params(p)), v),
+          lambda a, v, p: a("Clip", _conv_scaled(a, v, p), min=v["t"]),
+          AFFINE_CONV_BIAS, condition=_scalar_affine, positive=frozenset({"s"}), exactness=Exactness.REASSOCIATES),
+    Axiom("conv_bn_relu_affine_as_clip",
+          "relu(bn(conv(x, w); g, beta, mean, var)) * s + t = clip(conv(x, w * k * s, (beta - mean * k) * s + t);"
+          " min t), k = g / sqrt(var + eps)  (s > 0, t scalars)",
+          ("x", "w", "g", "beta", "mean", "var", "s", "t"),
+          lambda a, v, p: _affine_as_clip(a, _conv_bn(a, v, p), v),
+          lambda a, v, p: a("Clip", _conv_bn_scaled(a, v, p), min=v["t"]),
+          AFFINE_CONV_BN, condition=_scalar_affine, positive=frozenset({"s", "var"}),
+          exactness=Exactness.REASSOCIATES),
 )

@@ -45,7 +45,8 @@ SHAPE_DEPENDENT = frozenset({"reshape_identity", "concat_add", "concat_mul"})
 # Axioms that hold only for a sign of a value (relu(x) * s = relu(x * s) for s > 0): an
 # uninterpreted formula cannot say so, and asserted for every s it would prove wrong rules.
 # Their own rules carry the sign as a constraint (`RULE_CONSTRAINTS`); the bank leaves them out.
-VALUE_DEPENDENT = frozenset({"relu_scale_positive"})
+VALUE_DEPENDENT = frozenset({"relu_scale_positive", "relu_affine_as_clip", "conv_relu_affine_as_clip",
+                             "conv_bn_relu_affine_as_clip"})
 
 
 def shape_literal(shape: tuple[int, ...]) -> z3.ExprRef:

@@ -27,6 +27,11 @@ import json
 from taso.opspecs import Exactness
 from taso.opspecs.axioms import Axiom, all_axioms
 from taso.opspecs.axioms.conv import SPLIT_ACTIVATIONS
+from taso.substitutions.generate._affine_clip_families import (
+    affine_rules,
+    conv_bn_rules,
+    conv_rules,
+)
 from taso.substitutions.generate._gating_families import channel_gate_rules, reduce_mean_rules
 from taso.substitutions.generate._witness import guarded
 from taso.substitutions.rule import (
@@ -207,5 +212,8 @@ FAMILIES = {
     "conv_bias_split_output": lambda: split_output_rules(bias=True),
     "reduce_mean_spatial_as_gap": reduce_mean_rules,
     "mul_channel_gate_upsampled": channel_gate_rules,
+    "relu_affine_as_clip": affine_rules,
+    "conv_relu_affine_as_clip": conv_rules,
+    "conv_bn_relu_affine_as_clip": conv_bn_rules,
 }
 """Axiom name -> the builder of its rules (instead of reading rules off its configs)."""

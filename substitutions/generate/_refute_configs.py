@@ -7,7 +7,9 @@ from the rule file's witness: the sampler
 1. reads what it can from the constraints (`rank(x) == r`, `shape(x) == (2, 3)`,
    `shape(x) == shape(y)`, `all(d == 1 for d in shape(k))`, `value(k) == c`);
 2. draws the remaining ranks (0-4) and every dim from a small pool (1-4; a pool per
-   attempt, so that dims coincide where the operators need them to);
+   attempt, so that dims coincide where the operators need them to), and a value from
+   `VALUE_DRAWS` for every input whose value a constraint or target parameter reads
+   otherwise (``0 < value('s')``, ``clip(...; min value('t'))``): one value fills it;
 3. binds each parameter variable when the source first reads it, from a domain that
    depends on the node's input shapes (a permutation of the input's rank, a split that
    sums to the split dim, a divisor of the channels for a group, a reshape target of the
@@ -36,6 +38,7 @@ from taso.substitutions.rule import (
 )
 
 Shape = tuple[int, ...]
+VALUE_DRAWS = (-1.5, -0.5, 0.0, 0.5, 2.0)
 _POOLS = ((2, 3), (1, 2, 3), (2, 3, 4), (1, 2), (3, 4), (2,), (1, 2, 3, 4))
 _RANKS = (0, 1, 2, 3, 4)
 _PATIENCE = 40  # attempts without a new config before the sampler stops
@@ -57,7 +60,7 @@ class Config:
         return sum(math.prod(s) for s in self.shapes.values())
 
     def key(self) -> str:
-        return repr((sorted(self.shapes.items()), sorted(self.bindings.items())))
+        return repr((sorted(self.shapes.items()), sorted(self.bindings.items()), sorted(self.values.items())))
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class _Facts:
     same: Mapping[str, str]  # input -> the representative of its equal-shape class
     derived: Mapping[str, tuple[str, str]]  # input -> ("==" or "in", an expression)
     pinned: Mapping[str, object]  # parameter variable -> the literal a constraint fixes
+    valued: frozenset[str] = frozenset()  # inputs whose value is read, not pinned: drawn
 
 
 _RANK = re.compile(r"^rank\('(\w+)'\) == (\d+)$")
@@ -79,6 +83,7 @@ _SAME = re.compile(r"^shape\('(\w+)'\) == shape\('(\w+)'\)$")
 _ONES = re.compile(r"^all\(d == 1 for d in shape\('(\w+)'\)\)$")
 _VALUE = re.compile(r"^value\('(\w+)'\) == (\S+)$")
 _PINNED = re.compile(r"^(?:tuple\((\w+)\)|(\w+)) == (.+)$")
+_READS_VALUE = re.compile(r"value\('(\w+)'\)")
 _DERIVED = re.compile(r"^shape\('(\w+)'\) (==|in) (.*shape\(.*)$")
 
 
@@ -112,7 +117,13 @@ def _facts(rule: Rule) -> _Facts:
         elif (m := _PINNED.match(text)) and _literal(m[3]) is not None:
             pinned[m[1] or m[2]] = _literal(m[3])
     return _Facts(ranks, fixed, frozenset(ones), values, {n: find(n) for n in parent},
-                  derived, pinned)
+                  derived, pinned, _values_read(rule) & set(parent) - set(values))
+
+
+def _values_read(rule: Rule) -> frozenset[str]:
+    """Inputs whose value a constraint or a target parameter reads."""
+    exprs = [*rule.constraints, *(v.expr for n in rule.target.nodes for _, v in n.params if isinstance(v, ParamExpr))]
+    return frozenset(name for e in exprs for name in _READS_VALUE.findall(e))
 
 
 def _literal(text: str) -> object:
@@ -177,6 +188,7 @@ def _draw(rule: Rule, facts: _Facts, rng: random.Random,
         return None
     bindings, source = bound
     values = {k: v for k, v in facts.values.items() if k in shapes}
+    values |= {k: rng.choice(VALUE_DRAWS) for k in sorted(facts.valued) if k in shapes}
     config = Config(shapes, bindings, values)
     if not constraints_hold(rule, config):
         return None
@@ -202,11 +214,11 @@ def _draw_shapes(rule: Rule, facts: _Facts, rng: random.Random,
         name, root = item.name, facts.same[item.name]
         if root not in by_class:
             rank = facts.ranks.get(name, facts.ranks.get(root))
-            if rank is None and name in facts.values:
+            if rank is None and (name in facts.values or name in facts.valued):
                 rank = rng.choice((0, 1, 2))
             elif rank is None:
                 rank = common if common is not None else rng.choice(_RANKS)
-            dims = (1,) * rank if name in facts.ones or name in facts.values else tuple(
+            dims = (1,) * rank if name in facts.ones or name in facts.values or name in facts.valued else tuple(
                 rng.choice(pool) for _ in range(rank))
             by_class[root] = dims
         shapes[name] = by_class[root]

@@ -70,7 +70,8 @@ def run_pattern(pattern: Pattern, env: Mapping[str, np.ndarray],
                 bindings: Mapping[str, object]) -> dict[str, np.ndarray]:
     values: dict[str, np.ndarray] = dict(env)
     for node in pattern.nodes:
-        params = _node_params(node, bindings, lambda name: tuple(values[name].shape))
+        params = _node_params(node, bindings, lambda name: tuple(values[name].shape),
+                              lambda name: _value_of(values[name]))
         outs = spec_by_name(node.op).evaluate([values[r] for r in node.inputs], params)
         _record(values, node, outs)
     return values
@@ -82,17 +83,26 @@ def infer_pattern_shapes(pattern: Pattern, shapes: Mapping[str, tuple[int, ...]]
     `ShapeError` where an operator does not accept its inputs or parameters)."""
     known: dict[str, tuple[int, ...]] = dict(shapes)
     for node in pattern.nodes:
-        params = _node_params(node, bindings, known.__getitem__)
+        params = _node_params(node, bindings, known.__getitem__, lambda name: None)
         outs = spec_by_name(node.op).infer_shapes([known[r] for r in node.inputs], params)
         _record(known, node, [tuple(o) for o in outs])
     return known
 
 
-def _node_params(node: PatternNode, bindings: Mapping[str, object],
-                 shape_of: Callable[[str], tuple[int, ...]]) -> dict[str, object]:
+def _value_of(array: np.ndarray) -> float | None:
+    """The value of an all-equal numeric tensor (a Clip bound ``value('t')``), else None."""
+    flat = np.asarray(array).reshape(-1)
+    if flat.size == 0 or flat.dtype.kind not in "fiub":
+        return None
+    return float(flat[0]) if bool(np.all(flat == flat[0])) else None
+
+
+def _node_params(node: PatternNode, bindings: Mapping[str, object], shape_of: Callable[[str], tuple[int, ...]],
+                 value_of: Callable[[str], float | None]) -> dict[str, object]:
     """The node's parameters: bound variables (or the spec's default), evaluated
-    expressions (which may read `shape` and `rank` of the pattern's tensors)."""
-    helpers = {"shape": shape_of, "rank": lambda name: len(shape_of(name))}
+    expressions (which may read `shape`, `rank` and `value` of the pattern's tensors; a
+    value is None where only shapes are known)."""
+    helpers = {"shape": shape_of, "rank": lambda name: len(shape_of(name)), "value": value_of}
     params = {}
     for k, v in node.params:
         if isinstance(v, ParamVar):
