@@ -78,8 +78,9 @@ def test_the_sweeps_record_when_they_found_their_best(monkeypatch: pytest.Monkey
     clock = SteppingClock()
     monkeypatch.setattr("taso.search.sweep.time", clock)
     expand = Expander((swap("A", "C"), swap("C", "B")))
-    # round 1: A->C judged faster (1 s); round 2: C->B judged slower (2 s); round 3: nothing left
+    # round 1: A->C judged faster and confirmed the other way round (2 s); round 2: C->B
+    # judged slower (3 s); round 3: nothing left
     result = sweep(chain("A", "R", "A"), expand, SlowJudge(clock), prior=WEIGHTS, time_budget_s=60)
     assert ops_of(result.graph) == ["C", "R", "C"]
     assert result.stop_reason is StopReason.EXHAUSTED
-    assert result.best_found_s == 1.0
+    assert result.best_found_s == 2.0

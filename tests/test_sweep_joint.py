@@ -62,7 +62,7 @@ def test_two_rules_that_pay_only_together_are_kept_as_a_joint_sweep() -> None:
     assert all(s.skipped is Skipped.PREDICTED_NOT_FASTER for s in singles)  # alone: predicted slower
     (joint,) = [s for s in result.steps if s.joint]
     assert joint.accepted and joint.rule_id == "A->B" and joint.joint == (("C->E", 1),)
-    assert judged == [["B", "E"]]  # only the pair was measured
+    assert judged == [["B", "E"], ["A", "C"]]  # only the pair was measured (and confirmed the other way round)
 
 
 def test_rules_whose_matches_do_not_meet_are_not_paired() -> None:
