@@ -25,10 +25,15 @@ differently):
    checked on the types: the other operand's rank is known and at least the constant's).
    Real exports write a learnable scalar as a ``(1,)``-shaped initializer or ``Constant``
    node, constant folding leaves ``(1, 1, 1, 1)``; the rules take a scalar ``()``.
+5. **Quantized activations are uint8** (`_canonical_qdq`): an int8 activation
+   QuantizeLinear -> DequantizeLinear pair is written with uint8 zero points shifted by 128,
+   every float value unchanged; ORT's CPU fuses DQ -> op -> Q into integer kernels only for
+   uint8 activations, and its own conversion skips a Q read twice (SE blocks, residuals).
 
 Bypassing Identity nodes and writing scalars change nothing ORT runs (it drops Identity
 nodes and broadcasts either way): they only let rules match. Bypassing a reshape round trip
-removes copies ORT would run: it is a *simplification*, listed among the applied rewrites
+removes copies ORT would run, and uint8 activations let ORT fuse more: each is a
+*simplification*, listed among the applied rewrites
 (`canonical/...`) so that the measured decision can keep it even where no rule applied.
 Whatever the search returns is checked against the original and measured like any other
 candidate; a canonical graph without a simplification or a rewrite is never returned.
@@ -46,6 +51,11 @@ from onnx import numpy_helper
 
 from taso._constness import Constness
 from taso.ir import Graph, Initializer, Node, TensorType
+from taso.pipeline._canonical_qdq import (
+    SIMPLIFICATION_ID,
+    UNSIGNED_ACTIVATIONS,
+    unsigned_activations,
+)
 
 _STANDARD = ("", "ai.onnx")
 _SMALL = 1 << 16  # elements: a neutral or one-element constant is read, never a weight
@@ -56,8 +66,12 @@ IDENTITY = "Identity bypassed"
 RESHAPE_ROUND_TRIP = "reshape chain back to its input's shape bypassed"
 NO_OP_ARITHMETIC = "x * 1, x / 1, x + 0 or x - 0 bypassed"
 SCALAR = "one-element constant made a scalar"
-SIMPLIFICATIONS = {RESHAPE_ROUND_TRIP: "canonical/reshape-round-trip", NO_OP_ARITHMETIC: "canonical/no-op-arithmetic"}
-"""Normalizations that remove work ORT would do, by the id they are applied under."""
+SIMPLIFICATIONS = {
+    RESHAPE_ROUND_TRIP: "canonical/reshape-round-trip", NO_OP_ARITHMETIC: "canonical/no-op-arithmetic",
+    UNSIGNED_ACTIVATIONS: SIMPLIFICATION_ID,
+}
+"""Normalizations that remove work ORT would do (or let it fuse more), by the id they are
+applied under: the measured decision weighs them even where no rule applied."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,8 @@ def canonicalize(graph: Graph) -> Canonical:
     graph = _bypass_round_trip_reshapes(graph, counts)
     graph = _bypass_no_op_arithmetic(graph, counts)
     graph = _scalar_constants(graph, counts)
+    graph, unsigned = unsigned_activations(graph)
+    counts.update(unsigned)
     return Canonical(graph, dict(counts))
 
 

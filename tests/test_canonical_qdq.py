@@ -19,7 +19,12 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 from taso.ir import Graph
-from taso.pipeline._canonical_qdq import UNSIGNED_ACTIVATIONS, unsigned_activations
+from taso.pipeline._canonical import canonicalize
+from taso.pipeline._canonical_qdq import (
+    SIMPLIFICATION_ID,
+    UNSIGNED_ACTIVATIONS,
+    unsigned_activations,
+)
 from taso.pipeline._export import export
 from tests.helpers.graphs import make_graph, weight
 
@@ -150,3 +155,11 @@ def test_what_is_not_an_int8_activation_stays(graph: Graph) -> None:
     rewritten, counts = unsigned_activations(graph)
     assert counts == {}
     assert rewritten is graph
+
+
+def test_the_canonical_stage_writes_uint8_activations_as_a_simplification() -> None:
+    """Wired into `canonicalize` as a simplification: the measured decision weighs it even
+    where no rule applied (the cost model prices the int8 and uint8 forms alike)."""
+    canonical = canonicalize(_residual_block())
+    assert canonical.counts[UNSIGNED_ACTIVATIONS] > 0
+    assert canonical.simplified[SIMPLIFICATION_ID] == canonical.counts[UNSIGNED_ACTIVATIONS]
