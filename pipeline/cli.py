@@ -56,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
                      "HTML page here: the summary, and each kept sweep's rule with one site drawn before and after")
     opt.add_argument("--backend", default="ort-cpu", choices=["ort-cpu", "ort-cuda", "analytical"], help=BACKEND_HELP)
     opt.add_argument("--time-budget", type=float, default=None, metavar="S", help="seconds for the whole optimization: load, search, check, measure (0: no search; "
-                     "default: scaled to the model's latency and size, 10 to 180 s)")
+                     "default: scaled to the model's latency and size, 15 to 180 s)")
     opt.add_argument("--alpha", type=float, default=1.05, help="relaxation factor of the search")
     opt.add_argument("--no-check", action="store_true", help="skip the numeric check against the original")
     opt.add_argument("--rules", type=Path, metavar="FILE", help="rule file to search with (default: the shipped library)")
