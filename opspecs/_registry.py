@@ -20,7 +20,7 @@ SPEC_MODULES = (
     "clip", "hard_sigmoid", "hard_swish", "silu", "gelu",
     "conv", "matmul", "gemm",
     "concat", "split", "transpose", "reshape", "flatten", "squeeze", "unsqueeze", "pad",
-    "avg_pool", "max_pool", "global_avg_pool", "reduce_mean", "resize", "batch_norm",
+    "avg_pool", "max_pool", "global_avg_pool", "reduce_mean", "resize", "batch_norm", "softmax",
     "enlarge", "regroup", "filter_sum", "scalar_mul",
     "const_ones", "const_fill", "const_identity_matrix", "const_identity_conv",
     "const_pool_kernel",

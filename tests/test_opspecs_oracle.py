@@ -128,6 +128,8 @@ def _pool_and_norm() -> list[Case]:
                                                "pads": (1, 1, 1, 1)})]
     cases += [Case("MaxPool", (s,), p, dtype=F16) for s, p in pools[:2]]
     cases += [Case("GlobalAveragePool", (s,)) for s in ((1, 3, 4, 4), (2, 2, 3, 5), (1, 2, 5))]
+    cases += [Case("Softmax", (s,), p) for s, p in [
+        ((2, 3, 4), {"axis": 1}), ((2, 5), {}), ((1, 16, 4, 3), {"axis": 1})]]
     cases += [Case("ReduceMean", (s,), p) for s, p in [
         ((1, 3, 4, 4), {"axes": (2, 3)}), ((2, 3, 5), {"axes": (-1,), "keepdims": 0}),
         ((2, 3, 4), {"axes": (0, 2)}), ((2, 3), {})]]

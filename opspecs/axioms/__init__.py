@@ -24,7 +24,7 @@ from taso.opspecs.axioms._core import (
 )
 
 AXIOM_MODULES = ("elementwise", "activation", "conv", "matmul", "layout", "pool", "normalization",
-                 "converter", "gating")
+                 "converter", "gating", "softmax")
 
 __all__ = [
     "Algebra",

@@ -33,6 +33,7 @@ from taso.substitutions.generate._affine_clip_families import (
     conv_rules,
 )
 from taso.substitutions.generate._gating_families import channel_gate_rules, reduce_mean_rules
+from taso.substitutions.generate._softmax_families import softmax_transpose_rules
 from taso.substitutions.generate._witness import guarded
 from taso.substitutions.rule import (
     ParamExpr,
@@ -215,5 +216,6 @@ FAMILIES = {
     "relu_affine_as_clip": affine_rules,
     "conv_relu_affine_as_clip": conv_rules,
     "conv_bn_relu_affine_as_clip": conv_bn_rules,
+    "softmax_transpose": softmax_transpose_rules,
 }
 """Axiom name -> the builder of its rules (instead of reading rules off its configs)."""
