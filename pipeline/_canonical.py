@@ -43,10 +43,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
-import onnx
 from onnx import numpy_helper
 
 from taso._constness import Constness
@@ -56,6 +55,7 @@ from taso.pipeline._canonical_qdq import (
     UNSIGNED_ACTIVATIONS,
     unsigned_activations,
 )
+from taso.pipeline._rewire import rewired
 
 _STANDARD = ("", "ai.onnx")
 _SMALL = 1 << 16  # elements: a neutral or one-element constant is read, never a weight
@@ -150,14 +150,7 @@ def _rewire(graph: Graph, removed: list[int], renames: Mapping[str, str]) -> Gra
 
 
 def _renamed_inputs(node: Node, renames: Mapping[str, str]) -> Node:
-    inputs = tuple(renames.get(name, name) for name in node.inputs)
-    proto = None
-    if node.proto is not None:
-        proto = onnx.NodeProto()
-        proto.CopyFrom(node.proto)
-        del proto.input[:]
-        proto.input.extend(inputs)
-    return replace(node, inputs=inputs, proto=proto)
+    return rewired(node, {i: renames[name] for i, name in enumerate(node.inputs) if name in renames})
 
 
 # ----- 2. reshape chains that end where they began ------------------------------------------

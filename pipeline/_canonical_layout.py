@@ -55,6 +55,7 @@ from onnx import numpy_helper
 
 from taso._constness import Constness
 from taso.ir import Graph, Initializer, Node, TensorType
+from taso.pipeline._rewire import FreshNames, rewired
 
 TRANSPOSES_CANCELLED = "transposes sunk until inverse pairs cancelled"
 SIMPLIFICATION_ID = "canonical/transpose-sinking"
@@ -339,7 +340,7 @@ def _gain(graph: Graph, constness: Constness, region: _Region, perm: tuple[int, 
 def _flip(graph: Graph, constness: Constness, region: _Region, perm: tuple[int, ...]) -> Graph:
     """`graph` with `region`'s values held as transpose(v, perm^-1) (see the module docstring)."""
     inner = _inverse(perm)
-    flip = _Flip(graph, inner, _FreshNames(graph))
+    flip = _Flip(graph, inner, FreshNames(graph))
     renames: dict[str, str] = {}
     removed: set[int] = set(region.nodes)
     for name, producer in _sources(graph, constness, region).items():
@@ -369,14 +370,14 @@ def _flip(graph: Graph, constness: Constness, region: _Region, perm: tuple[int, 
     for node_id, node in graph.nodes.items():
         if node_id not in removed and any(name in outer_renames for name in node.inputs):
             removed.add(node_id)
-            flip.added.append(_rewired(node, {i: outer_renames[n] for i, n in enumerate(node.inputs) if n in outer_renames}))
+            flip.added.append(rewired(node, {i: outer_renames[n] for i, n in enumerate(node.inputs) if n in outer_renames}))
     return graph.rewrite(remove=sorted(removed), add=flip.added, types=flip.types, initializers=flip.initializers.values())
 
 
 class _Flip:
     """What a flip adds: nodes, value types and permuted constants."""
 
-    def __init__(self, graph: Graph, inner: tuple[int, ...], fresh: _FreshNames) -> None:
+    def __init__(self, graph: Graph, inner: tuple[int, ...], fresh: FreshNames) -> None:
         self.graph, self.inner, self.fresh = graph, inner, fresh
         self.added: list[Node] = []
         self.types: dict[str, TensorType] = {}
@@ -447,31 +448,3 @@ def _ints(flip: _Flip, hint: str, values: list[int]) -> str:
 
 def _transpose_node(source: str, target: str, perm: Sequence[int], name: str) -> Node:
     return Node("Transpose", "", (source,), (target,), (("perm", tuple(int(p) for p in perm)),), name=name)
-
-
-def _rewired(node: Node, inputs: Mapping[int, str]) -> Node:
-    """`node` reading `inputs` (position -> value) instead."""
-    new_inputs = tuple(inputs.get(i, name) for i, name in enumerate(node.inputs))
-    proto = None
-    if node.proto is not None:
-        proto = onnx.NodeProto()
-        proto.CopyFrom(node.proto)
-        del proto.input[:]
-        proto.input.extend(new_inputs)
-    return replace(node, inputs=new_inputs, proto=proto)
-
-
-class _FreshNames:
-    """Value names unused in `graph` and among those already handed out."""
-
-    def __init__(self, graph: Graph) -> None:
-        self._graph = graph
-        self._taken: set[str] = set()
-
-    def take(self, hint: str) -> str:
-        name = self._graph.fresh_name(hint)
-        while name in self._taken:
-            name = self._graph.fresh_name(name)
-        self._taken.add(name)
-        return name
-

@@ -33,8 +33,8 @@ Wiring (pipeline/_canonical.py): ``graph, qdq_counts = unsigned_activations(grap
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -42,6 +42,7 @@ from onnx import numpy_helper
 
 from taso._constness import Constness
 from taso.ir import Graph, Initializer, Node, TensorType
+from taso.pipeline._rewire import FreshNames, rewired
 
 UNSIGNED_ACTIVATIONS = "int8 activation Q -> DQ written as uint8"
 SIMPLIFICATION_ID = "canonical/qdq-uint8-activations"
@@ -67,7 +68,7 @@ def unsigned_activations(graph: Graph) -> tuple[Graph, dict[str, int]]:
     sites = [site for node_id in graph.nodes if (site := _site(graph, constness, captured, node_id))]
     if not sites:
         return graph, {}
-    names = _FreshNames(graph)
+    names = FreshNames(graph)
     points = _shifted_points(graph, constness, sites, names)
     removed: list[int] = []
     added: list[Node] = []
@@ -78,10 +79,10 @@ def unsigned_activations(graph: Graph) -> tuple[Graph, dict[str, int]]:
         new = names.take(f"{old}_u8")
         known = graph.types.get(old)
         types[new] = TensorType(_UINT8, known.shape if known is not None else None)
-        added.append(_rewired(quantize, {2: points[quantize.inputs[2]].name}, outputs=(new,)))
+        added.append(rewired(quantize, {2: points[quantize.inputs[2]].name}, outputs=(new,)))
         for reader in site.dequantizes:
             dequantize = graph.nodes[reader]
-            added.append(_rewired(dequantize, {0: new, 2: points[dequantize.inputs[2]].name}))
+            added.append(rewired(dequantize, {0: new, 2: points[dequantize.inputs[2]].name}))
         removed += [site.quantize, *site.dequantizes]
     graph = graph.rewrite(remove=removed, add=added, types=types, initializers=points.values())
     return graph, {UNSIGNED_ACTIVATIONS: len(sites)}
@@ -128,7 +129,7 @@ def _int8_point(constness: Constness, name: str) -> np.ndarray | None:
 
 # ----- the rewrite ------------------------------------------------------------------------------
 def _shifted_points(
-    graph: Graph, constness: Constness, sites: Iterable[_Site], names: _FreshNames
+    graph: Graph, constness: Constness, sites: Iterable[_Site], names: FreshNames
 ) -> dict[str, Initializer]:
     """Each int8 zero point the sites read -> its uint8 twin (the same shape, value + 128)."""
     readers = [graph.nodes[i] for site in sites for i in (site.quantize, *site.dequantizes)]
@@ -143,33 +144,3 @@ def _shifted_points(
         fresh = names.take(f"{name}_u8")
         points[name] = Initializer(fresh, TensorType(_UINT8, shifted.shape), numpy_helper.from_array(shifted, fresh))
     return points
-
-
-def _rewired(node: Node, inputs: Mapping[int, str], *, outputs: tuple[str, ...] | None = None) -> Node:
-    """`node` reading `inputs` (position -> value) instead, writing `outputs` if given."""
-    new_inputs = tuple(inputs.get(i, name) for i, name in enumerate(node.inputs))
-    new_outputs = node.outputs if outputs is None else outputs
-    proto = None
-    if node.proto is not None:
-        proto = onnx.NodeProto()
-        proto.CopyFrom(node.proto)
-        del proto.input[:]
-        proto.input.extend(new_inputs)
-        del proto.output[:]
-        proto.output.extend(new_outputs)
-    return replace(node, inputs=new_inputs, outputs=new_outputs, proto=proto)
-
-
-class _FreshNames:
-    """Value names unused in `graph` and among those already handed out."""
-
-    def __init__(self, graph: Graph) -> None:
-        self._graph = graph
-        self._taken: set[str] = set()
-
-    def take(self, hint: str) -> str:
-        name = self._graph.fresh_name(hint)
-        while name in self._taken:
-            name = self._graph.fresh_name(name)
-        self._taken.add(name)
-        return name
