@@ -36,10 +36,15 @@ results differ in the last bits (measured: ~4e-8 on a (1,56,56,16) mean). They a
 by default (`Reductions.BORDER`); `Reductions.REMAPPED` moves them too, with their axes
 remapped (keepdims=1 only): values equal as real numbers, not bit for bit.
 
-Wiring (pipeline/_canonical.py): ``graph, sunk = sink_transposes(graph)`` in ``canonicalize``
-after the Identity bypass (``Reductions.REMAPPED`` only where the stage may change the last
-bits of a sum; the SE rules need it), ``counts.update(sunk)``, and ``SIMPLIFICATIONS[TRANSPOSES_CANCELLED]
-= SIMPLIFICATION_ID``.
+**Not wired into `canonicalize` yet.** On its own it measures 1.00x (ORT's transpose
+optimizer does the same at ORT_ENABLE_ALL), and the rule it was built for needs reductions
+moved: on tf2onnx's Keras MobileNetV3-small, sinking with `Reductions.REMAPPED` lets the
+SE rule ReduceMean -> GlobalAveragePool match (10 sites; the search then keeps it,
+1.02-1.04x over today's output), but that changes the last bits of each mean, which the
+canonical stage must not. The next step: `BORDER` here, and ReduceMean moved through the
+Transpose by a proved rule (a `reassociates` one), so the search takes that step with the
+SE rewrite as a joint sweep. Wiring then: ``graph, sunk = sink_transposes(graph)`` in
+``canonicalize`` after the Identity bypass, ``counts.update(sunk)``.
 """
 
 from __future__ import annotations
