@@ -42,8 +42,9 @@ moved: on tf2onnx's Keras MobileNetV3-small, sinking with `Reductions.REMAPPED` 
 SE rule ReduceMean -> GlobalAveragePool match (10 sites; the search then keeps it,
 1.02-1.04x over today's output), but that changes the last bits of each mean, which the
 canonical stage must not. The next step: `BORDER` here, and ReduceMean moved through the
-Transpose by a proved rule (a `reassociates` one), so the search takes that step with the
-SE rewrite as a joint sweep. Wiring then: ``graph, sunk = sink_transposes(graph)`` in
+Transpose by a proved rule (a `reassociates` one), taken together with the SE rewrite it
+enables (joint sweeps pair only rules that both match the current graph today: they would
+need to pair a sweep with the rules matching only after it). Wiring then: ``graph, sunk = sink_transposes(graph)`` in
 ``canonicalize`` after the Identity bypass, ``counts.update(sunk)``.
 """
 
