@@ -7,8 +7,9 @@
         order the sweeps by a cheap prior (analytical cost change), improving ones first
         judge each sweep against current, end to end, until one is clearly faster
         (or all are judged): current <- the fastest of those measured faster
-        if none was: the same with joint sweeps, two rules whose matches meet swept
-        together, where the screen predicts the pair more than both alone (`_joint`)
+        if none was, or only a small win: the same with joint sweeps, two rules whose
+        matches meet swept together, where the screen predicts the pair more than both
+        alone (`_joint`); the fastest of those replaces a smaller win
     until no sweep is faster, or the budget is spent
 
 Why: on converter output the gains come from a rewrite applied everywhere at once (every
@@ -122,8 +123,9 @@ def sweep(
 
     `expand` lists every rewrite of a graph; `expand_rule`, if given, one rule's (used to
     find matches again next to applied ones; without it they wait for the next round).
-    With both `screen` and `expand_rule`, a round that keeps nothing is followed by joint
-    sweeps of two rules (`taso.search._joint`).
+    With both `screen` and `expand_rule`, a round that keeps nothing, or only a small win
+    (under `SETTLED_SPEEDUP`), is followed by joint sweeps of two rules
+    (`taso.search._joint`); a pair measured faster than that small win replaces it.
     """
     started = time.perf_counter()
     run = _Run(judge, screen, min_predicted, on_step, deadline=started + time_budget_s)
@@ -135,9 +137,15 @@ def sweep(
             break
         run.new_round(current)
         every = ordered(current, expand, expand_rule, prior, skip=set(), deadline=run.deadline, clock=time.perf_counter)
-        accepted = run.judged_round(current, ((c, None) for c in every if c.rule_id not in judged), judged)
-        if accepted is None and screen is not None and expand_rule is not None and time.perf_counter() < run.deadline:
-            accepted = run.judged_round(current, run.joint(current, every, expand_rule, tried), judged)
+        round_start = len(run.steps)
+        accepted, best = run.judged_round(current, ((c, None) for c in every if c.rule_id not in judged), judged)
+        if best < SETTLED_SPEEDUP and screen is not None and expand_rule is not None and time.perf_counter() < run.deadline:
+            pair, pair_best = run.judged_round(current, run.joint(current, every, expand_rule, tried), judged)
+            if pair is not None and pair_best > best:  # the pair outdoes the round's small win
+                if accepted is not None:
+                    judged.discard(accepted.rule_id)
+                accepted = pair
+                run.steps = _outdone_not_kept(run.steps, round_start, accepted)
         if accepted is None:
             if time.perf_counter() >= run.deadline:
                 reason = StopReason.TIME_BUDGET
@@ -171,9 +179,11 @@ class _Run:
         self.base = None if self.screen is None else self.screen.cost(current)
         self.predicted = {}
 
-    def judged_round(self, current: Graph, candidates: Iterable[Screened], judged: set[str]) -> Candidate | None:
+    def judged_round(self, current: Graph, candidates: Iterable[Screened],
+                     judged: set[str]) -> tuple[Candidate | None, float]:
         """Judge `candidates` in order; the fastest one measured faster (the first one
-        `SETTLED_SPEEDUP` faster), or None. Rules judged not faster join `judged`."""
+        `SETTLED_SPEEDUP` faster), or None, and its measured speedup (0 if none). Rules
+        judged not faster join `judged`."""
         accepted, best, round_start = None, 0.0, len(self.steps)
         for candidate, screened in candidates:
             asked = time.perf_counter()
@@ -211,7 +221,7 @@ class _Run:
             elif verdict.faster:
                 judged.discard(candidate.rule_id)
         self.steps = _outdone_not_kept(self.steps, round_start, accepted)
-        return accepted
+        return accepted, best
 
     def joint(self, current: Graph, singles: list[Candidate], expand_rule: RuleExpand,
               tried: set[frozenset[str]]) -> Iterator[Screened]:
