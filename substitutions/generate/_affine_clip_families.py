@@ -27,19 +27,15 @@ taso output by hand (interleaved, 2 threads).
 
 from __future__ import annotations
 
-import json
-
 from taso.opspecs import Exactness
 from taso.substitutions.generate._converter_forms import F32_MAX
-from taso.substitutions.generate._witness import guarded
+from taso.substitutions.generate._witness import axiom_rule, witness_json
 from taso.substitutions.rule import (
     ParamExpr,
     ParamVar,
     Pattern,
     PatternInput,
     PatternNode,
-    Proof,
-    ProofStatus,
     Rule,
 )
 
@@ -63,25 +59,17 @@ def _affine_source(first: str, head: tuple[PatternNode, ...]) -> Pattern:
                     PatternNode("a", "Add", ("m", "t"))))
 
 
-def _witness(configs: list[tuple[dict, dict]], positive: tuple[str, ...]) -> str:
-    return json.dumps([{"shapes": shapes, "bindings": bindings, "positive": sorted(positive), "values": {}}
-                       for shapes, bindings in configs], sort_keys=True)
-
-
 def _rule(name: str, math: str, inputs: tuple[str, ...], source: Pattern, target: Pattern,
           constraints: tuple[str, ...], exactness: Exactness, witness: str) -> Rule:
-    provenance = (("axiom", name), ("method", "axiom"), ("witness", witness))
-    return guarded(Rule(f"ax-{name}", math, tuple(PatternInput(n) for n in inputs), source, target,
-                        (("a", "c"),), (*constraints, *AFFINE), exactness,
-                        Proof(ProofStatus.PROVED, "axiom", "", 0.0, (name,), 0),
-                        tuple(sorted(provenance))).validate())
+    return axiom_rule(name, math, tuple(PatternInput(n) for n in inputs), source, target, (("a", "c"),),
+                      (*constraints, *AFFINE), exactness, witness)
 
 
 def affine_rules() -> list[Rule]:
     """relu(y) * s + t -> clip(y * s + t; min t)."""
     target = Pattern((PatternNode("m", "Mul", ("y", "s")), PatternNode("a", "Add", ("m", "t")),
                       PatternNode("c", "Clip", ("a",), _BOUND)))
-    witness = _witness([({"y": [1, 3, 2, 2], "s": [], "t": []}, {}), ({"y": [2, 5], "s": [], "t": []}, {}),
+    witness = witness_json([({"y": [1, 3, 2, 2], "s": [], "t": []}, {}), ({"y": [2, 5], "s": [], "t": []}, {}),
                         ({"y": [7], "s": [], "t": []}, {})], ("s",))
     return [_rule("relu_affine_as_clip", "relu(y) * s + t = clip(y * s + t; min t)  (s > 0, t scalars)",
                   ("y", "s", "t"), _affine_source("y", ()), target, (), Exactness.EXACT, witness)]
@@ -106,7 +94,7 @@ def conv_rules() -> list[Rule]:
                       PatternNode("n", "Conv", ("x", "ws", "bt"), _conv_params()),
                       PatternNode("c", "Clip", ("n",), _BOUND)))
     constraints = (*CONV, "is_const('b')", "rank('b') == 1")
-    witness = _witness(_conv_configs({"b": []}), ("s",))
+    witness = witness_json(_conv_configs({"b": []}), ("s",))
     return [_rule("conv_relu_affine_as_clip",
                   "relu(conv(x, w, b)) * s + t = clip(conv(x, w * s, b * s + t); min t)  (s > 0, t scalars)",
                   ("x", "w", "b", "s", "t"), _affine_source("n", head), target, constraints,
@@ -133,7 +121,7 @@ def conv_bn_rules() -> list[Rule]:
     constraints = (*CONV, *(f"is_const({n!r})" for n in stats), *(f"shape({n!r}) == (shape('w')[0],)" for n in stats))
     configs = [(shapes, {**bound, "epsilon": eps, "momentum": 0.9})
                for (shapes, bound), eps in zip(_conv_configs(dict.fromkeys(stats, [])), (1e-5, 1e-3, 0.0), strict=True)]
-    witness = _witness(configs, ("s", "var"))
+    witness = witness_json(configs, ("s", "var"))
     return [_rule("conv_bn_relu_affine_as_clip",
                   "relu(bn(conv(x, w); g, beta, mean, var)) * s + t = clip(conv(x, w * k * s, "
                   "(beta - mean * k) * s + t); min t), k = g / sqrt(var + eps)  (s > 0, t scalars)",

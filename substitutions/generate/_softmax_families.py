@@ -18,15 +18,13 @@ import json
 from taso.opspecs import Exactness
 from taso.opspecs.axioms import find_axiom
 from taso.opspecs.axioms.softmax import TRANSPOSED, mapped_axis
-from taso.substitutions.generate._witness import guarded
+from taso.substitutions.generate._witness import axiom_rule
 from taso.substitutions.rule import (
     ParamExpr,
     ParamVar,
     Pattern,
     PatternInput,
     PatternNode,
-    Proof,
-    ProofStatus,
     Rule,
 )
 
@@ -50,11 +48,8 @@ def _witness(*, reverse: bool) -> str:
 
 
 def _rule(suffix: str, math: str, source: Pattern, target: Pattern, *, reverse: bool) -> Rule:
-    provenance = (("axiom", NAME), ("method", "axiom"), ("witness", _witness(reverse=reverse)))
-    return guarded(Rule(f"ax-{NAME}{suffix}", math, (PatternInput("x"),), source, target,
-                        (("n1", "n1"),), CONSTRAINTS, Exactness.EXACT,
-                        Proof(ProofStatus.PROVED, "axiom", "", 0.0, (NAME,), 0),
-                        tuple(sorted(provenance))).validate())
+    return axiom_rule(NAME, math, (PatternInput("x"),), source, target, (("n1", "n1"),), CONSTRAINTS,
+                      Exactness.EXACT, _witness(reverse=reverse), rule_id=f"ax-{NAME}{suffix}")
 
 
 def softmax_transpose_rules() -> list[Rule]:

@@ -20,19 +20,22 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from taso.opspecs import ShapeError, spec_by_name
+from taso.opspecs import Exactness, ShapeError, spec_by_name
 from taso.opspecs.axioms.draws import pattern as dims_pattern
 from taso.opspecs.axioms.draws import seed_of, shape_draws
 from taso.substitutions.rule import (
     ParamExpr,
     ParamVar,
     Pattern,
+    PatternInput,
     PatternNode,
+    Proof,
+    ProofStatus,
     Rule,
     evaluate_expression,
     rule_to_json,
@@ -286,3 +289,20 @@ def guarded(rule: Rule) -> Rule:
     """`rule` with its `shape_guards` added (a narrower rule: its proof still holds)."""
     extra = shape_guards(rule)
     return replace(rule, constraints=rule.constraints + extra).validate() if extra else rule
+
+
+def witness_json(configs: Iterable[tuple[Mapping, Mapping]], positive: Iterable[str] = ()) -> str:
+    """A hand-written rule's witness: (shapes, bindings) configs its axiom was validated at."""
+    return json.dumps([{"shapes": shapes, "bindings": bindings, "positive": sorted(positive), "values": {}}
+                       for shapes, bindings in configs], sort_keys=True)
+
+
+def axiom_rule(name: str, math: str, inputs: tuple[PatternInput, ...], source: Pattern, target: Pattern,
+               outputs: tuple[tuple[str, str], ...], constraints: tuple[str, ...], exactness: Exactness,
+               witness: str, *, rule_id: str | None = None) -> Rule:
+    """A hand-written rule (a family the axiom's configs cannot express, such as a parameter
+    computed at match time) recorded as proved by axiom `name`, `guarded`."""
+    provenance = (("axiom", name), ("method", "axiom"), ("witness", witness))
+    return guarded(Rule(rule_id or f"ax-{name}", math, inputs, source, target, outputs, constraints, exactness,
+                        Proof(ProofStatus.PROVED, "axiom", "", 0.0, (name,), 0),
+                        tuple(sorted(provenance))).validate())
