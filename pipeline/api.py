@@ -45,7 +45,7 @@ from taso.errors import BackendError, TasoWarning, UsageError
 from taso.ir import Graph
 from taso.pipeline._bodies import body_node_count, optimize_bodies
 from taso.pipeline._canonical import Canonical, canonicalize
-from taso.pipeline._choose import OptimizeResult, Phases, check_and_choose, source
+from taso.pipeline._choose import OptimizeResult, Phases, check_and_choose, source, sweep_record
 from taso.pipeline._decide import (
     MAX_JUDGED_MS,
     Device,
@@ -351,7 +351,7 @@ def _sweeping(
 
     def on_step(step: SweepStep) -> None:
         predicted = f"predicted {step.predicted_speedup:.3f}x"
-        rules = " + ".join(f"{rule} x{count}" for rule, count in ((step.rule_id, step.rewrites), *step.joint))
+        rules = sweep_record(step).rules()
         kind = "joint sweep" if step.joint else "sweep"
         if step.skipped is not None:
             say(f"{kind} {rules}: {predicted}, not judged: {step.skipped.value}")
