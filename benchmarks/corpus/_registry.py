@@ -221,6 +221,8 @@ ENTRIES: tuple[Entry, ...] = (
     _tv("tv_mobilenet_v3_small", "mobilenet_v3_small"),
     _tv("tv_resnext50_32x4d", "resnext50_32x4d"),
     _tv("tv_squeezenet1_1", "squeezenet1_1"),
+    _tv("tv_regnet_y_400mf", "regnet_y_400mf"),
+    _tv("tv_regnet_x_400mf", "regnet_x_400mf"),
     _tv("tv_resnet18_dynamo", "resnet18", Family.TORCH_DYNAMO, _DYNAMO_IMAGE),
     _tv("tv_mobilenet_v3_small_dynamo", "mobilenet_v3_small", Family.TORCH_DYNAMO, _DYNAMO_IMAGE),
     _timm("timm_convnext_atto", "convnext_atto"),
@@ -230,6 +232,15 @@ ENTRIES: tuple[Entry, ...] = (
         Family.ULTRALYTICS,
         "yolov8n.yaml",
         "ultralytics YOLO('yolov8n.yaml') (the model yaml; no .pt), exported by YOLO.export("
+        "format='onnx', simplify=False): Conv+BN fused, Detect head in export mode",
+        (("images", (1, 3, 640, 640)),),
+        outputs=("output0",),
+    ),
+    Entry(
+        "yolo11n",
+        Family.ULTRALYTICS,
+        "yolo11n.yaml",
+        "ultralytics YOLO('yolo11n.yaml') (the model yaml; no .pt), exported by YOLO.export("
         "format='onnx', simplify=False): Conv+BN fused, Detect head in export mode",
         (("images", (1, 3, 640, 640)),),
         outputs=("output0",),
