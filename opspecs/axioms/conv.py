@@ -50,6 +50,36 @@ def _channel(a, c, rank: int):  # noqa: ANN001, ANN202
     return a("Reshape", c, shape=(-1,) + (1,) * (rank - 1))
 
 
+def merge_parallel_params(s: Mapping[str, Shape], p: Params) -> dict[str, object]:
+    """The smaller conv's pads (the larger's less the margins that centre its kernel in the
+    larger one) and the larger kernel's size, for `conv_bias_merge_parallel`."""
+    mh, mw = (int(s["w"][2]) - int(s["w2"][2])) // 2, (int(s["w"][3]) - int(s["w2"][3])) // 2
+    t, left, b, r = p.get("pads", (0, 0, 0, 0))  # type: ignore[misc]
+    return {"kernel_shape": (int(s["w"][2]), int(s["w"][3])), "small_pads": (t - mh, left - mw, b - mh, r - mw)}
+
+
+def _centred_in(s: Mapping[str, Shape], p: Params) -> bool:
+    """w2's kernel fits centred in w's (same filters and input channels, odd margins excluded),
+    the smaller conv's pads stay non-negative, dilation 1."""
+    if tuple(s["w"][:2]) != tuple(s["w2"][:2]) or p.get("dilations", (1, 1)) != (1, 1):
+        return False
+    margins = (int(s["w"][2]) - int(s["w2"][2]), int(s["w"][3]) - int(s["w2"][3]))
+    if any(m < 0 or m % 2 for m in margins):
+        return False
+    return all(q >= 0 for q in merge_parallel_params(s, p)["small_pads"])  # type: ignore[union-attr]
+
+
+MERGE_PARALLEL_CONFIGS = (
+    cfg({"x": (1, 2, 5, 5), "w": (3, 2, 3, 3), "b": (3,), "w2": (3, 2, 1, 1), "b2": (3,)}, pads=(1, 1, 1, 1)),
+    cfg({"x": (1, 2, 6, 6), "w": (4, 2, 3, 3), "b": (4,), "w2": (4, 2, 1, 1), "b2": (4,)},
+        strides=(2, 2), pads=(1, 1, 1, 1)),
+    cfg({"x": (1, 4, 5, 4), "w": (4, 2, 3, 1), "b": (4,), "w2": (4, 2, 1, 1), "b2": (4,)},
+        group=2, pads=(1, 0, 1, 0)),
+    cfg({"x": (1, 2, 6, 5), "w": (2, 2, 5, 5), "b": (2,), "w2": (2, 2, 3, 3), "b2": (2,)}, pads=(2, 2, 1, 2)),
+)
+"""A 1x1 into a 3x3 (RepVGG), strided, grouped with a 3x1 kernel, 3x3 into 5x5 with uneven pads."""
+
+
 CHANNEL_CONFIGS = (
     cfg({"x": (1, 2, 3, 3), "w": (3, 2, 1, 1), "b": (3,), "c": (1, 3, 1, 1)}),
     cfg({"x": (1, 2, 4, 4), "w": (2, 2, 3, 3), "b": (2,), "c": (2, 1, 1)},
@@ -174,6 +204,16 @@ AXIOMS = (
                pads=(1, 0, 1, 0))),
           condition=lambda s, p: p.get("dilations", (1, 1)) == (1, 1),
           derive=lambda s, p: {"enlarged_pads": _enlarge_pads(s, p)}),
+    Axiom("conv_bias_merge_parallel",
+          "conv(x, w, b; pads) + conv(x, w2, b2; pads - m) = conv(x, w + enlarge(w2, k), b + b2; pads)"
+          "  (w2's kernel centred in w's k, margins m; same strides and groups; dilation 1)",
+          ("x", "w", "b", "w2", "b2"),
+          lambda a, v, p: a("Add", a("Conv", v["x"], v["w"], v["b"], **conv(p)),
+                            a("Conv", v["x"], v["w2"], v["b2"], **conv(p, pads=p["small_pads"]))),
+          lambda a, v, p: a("Conv", v["x"], a("Add", v["w"], a("Enlarge", v["w2"], kernel_shape=p["kernel_shape"])),
+                            a("Add", v["b"], v["b2"]), **conv(p)),
+          MERGE_PARALLEL_CONFIGS, condition=_centred_in, derive=merge_parallel_params,
+          exactness=Exactness.REASSOCIATES),
     Axiom("conv_regroup", "conv(x, w; g) = conv(x, regroup(w; g, k); g/k)  (k divides g)",
           ("x", "w"),
           lambda a, v, p: a("Conv", v["x"], v["w"], **conv(p)),
