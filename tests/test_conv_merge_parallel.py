@@ -14,6 +14,7 @@ from taso.opspecs.axioms import find_axiom
 from taso.opspecs.axioms.validate import validate_axiom
 from taso.pipeline._canonical import canonicalize
 from taso.pipeline._export import export
+from taso.substitutions.generate._axiom_bank import axiom_bank
 from taso.substitutions.generate._axiom_rules import rules_from_axiom
 from taso.substitutions.generate._refute import refute
 from taso.substitutions.generate._witness import WitnessOutcome, check_witness, type_error
@@ -60,6 +61,11 @@ def test_the_axiom_holds_and_fails_without_the_margin() -> None:
         return {**axiom.derive(shapes, params), "small_pads": tuple(params.get("pads", (0, 0, 0, 0)))}
 
     assert not validate_axiom(replace(axiom, derive=same_pads), draws=0).ok
+
+
+def test_the_bank_leaves_the_axiom_to_its_hand_built_rule() -> None:
+    assert "conv_bias_merge_parallel" not in {b.name for b in axiom_bank()}
+    assert {"conv_enlarge_kernel", "conv_linear_weight"} <= {b.name for b in axiom_bank()}
 
 
 def test_the_rule_passes_its_witnesses_and_the_refuter_needs_the_margin() -> None:

@@ -227,6 +227,7 @@ ENTRIES: tuple[Entry, ...] = (
     _tv("tv_mobilenet_v3_small_dynamo", "mobilenet_v3_small", Family.TORCH_DYNAMO, _DYNAMO_IMAGE),
     _timm("timm_convnext_atto", "convnext_atto"),
     _timm("timm_efficientnet_b0", "efficientnet_b0"),
+    _timm("timm_repvgg_a0", "repvgg_a0"),  # as trained: 3x3 and 1x1 branches, no reparameterize()
     Entry(
         "yolov8n",
         Family.ULTRALYTICS,
