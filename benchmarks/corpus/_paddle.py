@@ -38,7 +38,7 @@ _BATCH_NORMS = (paddle.nn.BatchNorm, paddle.nn.BatchNorm1D, paddle.nn.BatchNorm2
                 paddle.nn.BatchNorm3D)
 
 
-def _paddleclas_backbone(name: str) -> paddle.nn.Layer:
+def _paddleclas_backbone(name: str, **options: object) -> paddle.nn.Layer:
     """A PaddleClas backbone by name. The wheel nests its `ppcls` package inside
     `paddleclas/`, whose own `__init__` pulls in OpenCV and faiss, so the folder is put on
     `sys.path` and `ppcls` imported directly."""
@@ -52,13 +52,16 @@ def _paddleclas_backbone(name: str) -> paddle.nn.Layer:
     # None until initialised.
     importlib.import_module("ppcls.utils.logger").init_logger()
     backbones = importlib.import_module("ppcls.arch.backbone")
-    return getattr(backbones, name)(pretrained=False)
+    return getattr(backbones, name)(pretrained=False, **options)
 
 
 _ARCHITECTURES: dict[str, Callable[[], paddle.nn.Layer]] = {
     "PPLCNet_x1_0": lambda: _paddleclas_backbone("PPLCNet_x1_0"),
     "PPHGNetV2_B0": lambda: _paddleclas_backbone("PPHGNetV2_B0"),
     "MobileNetV3_small_x1_0": lambda: _paddleclas_backbone("MobileNetV3_small_x1_0"),
+    # PP-OCR's text orientation classifiers: two classes (0 or 180 degrees)
+    "PPLCNet_x0_25_textline_ori": lambda: _paddleclas_backbone("PPLCNet_x0_25", class_num=2),
+    "MobileNetV3_small_x0_35_cls": lambda: _paddleclas_backbone("MobileNetV3_small_x0_35", class_num=2),
     "ppocrv3_rec": PPOCRv3Rec,
     "ppocrv4_rec": PPOCRv4Rec,
     "ppocrv4_det": PPOCRv4Det,

@@ -282,6 +282,24 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *_PPOCR_V4,
     Entry(
+        "ppocr_textline_ori",
+        Family.PADDLE2ONNX,
+        "PPLCNet_x0_25_textline_ori",
+        "PP-OCR text line orientation classifier (PP-LCNet_x0_25_textline_ori): paddleclas "
+        "PPLCNet_x0_25 with class_num=2 (PaddleClas package code), at its 80x160 input",
+        (("x", (1, 3, 80, 160)),),
+        requires=("paddleclas",),
+    ),
+    Entry(
+        "ppocr_cls_mv3",
+        Family.PADDLE2ONNX,
+        "MobileNetV3_small_x0_35_cls",
+        "PP-OCR direction classifier as ch_ppocr_mobile_v2.0_cls configures it (MobileNetV3 "
+        "small x0.35, two classes): paddleclas MobileNetV3_small_x0_35 with class_num=2, at 48x192",
+        (("x", (1, 3, 48, 192)),),
+        requires=("paddleclas",),
+    ),
+    Entry(
         "keras_mobilenet_v2",
         Family.TF2ONNX,
         "MobileNetV2",
@@ -300,6 +318,20 @@ ENTRIES: tuple[Entry, ...] = (
         Family.TF2ONNX,
         "EfficientNetB0",
         "keras.applications.EfficientNetB0",
+        (("input", (1, 224, 224, 3)),),
+    ),
+    Entry(
+        "keras_nasnet_mobile",
+        Family.TF2ONNX,
+        "NASNetMobile",
+        "keras.applications.NASNetMobile",
+        (("input", (1, 224, 224, 3)),),
+    ),
+    Entry(
+        "keras_efficientnet_v2_b0",
+        Family.TF2ONNX,
+        "EfficientNetV2B0",
+        "keras.applications.EfficientNetV2B0",
         (("input", (1, 224, 224, 3)),),
     ),
     Entry(
