@@ -147,6 +147,22 @@ def _timm(name: str, architecture: str) -> Entry:
                  requires=("timm",), zoo=Zoo.TIMM)
 
 
+def _keras(name: str, architecture: str) -> Entry:
+    """A Keras application, `keras.applications.<architecture>(weights=None)`, via tf2onnx."""
+    return Entry(name, Family.TF2ONNX, architecture, f"keras.applications.{architecture}",
+                 (("input", (1, 224, 224, 3)),))
+
+
+def _yolo(name: str) -> Entry:
+    """An ultralytics YOLO from its shipped model yaml `<name>.yaml`, exported by ultralytics."""
+    return Entry(
+        name, Family.ULTRALYTICS, f"{name}.yaml",
+        f"ultralytics YOLO('{name}.yaml') (the model yaml; no .pt), exported by YOLO.export("
+        "format='onnx', simplify=False): Conv+BN fused, Detect head in export mode",
+        (("images", (1, 3, 640, 640)),), outputs=("output0",),
+    )
+
+
 BERT_VOCAB = 30522  # BertConfig's default vocab_size; the builder sets it from the id range
 _TOKENS = (("input_ids", (1, 128)), ("attention_mask", (1, 128)))
 _TOKEN_RANGES = (("input_ids", (0, BERT_VOCAB)), ("attention_mask", (1, 2)))  # no padding
@@ -228,24 +244,8 @@ ENTRIES: tuple[Entry, ...] = (
     _timm("timm_convnext_atto", "convnext_atto"),
     _timm("timm_efficientnet_b0", "efficientnet_b0"),
     _timm("timm_repvgg_a0", "repvgg_a0"),  # as trained: 3x3 and 1x1 branches, no reparameterize()
-    Entry(
-        "yolov8n",
-        Family.ULTRALYTICS,
-        "yolov8n.yaml",
-        "ultralytics YOLO('yolov8n.yaml') (the model yaml; no .pt), exported by YOLO.export("
-        "format='onnx', simplify=False): Conv+BN fused, Detect head in export mode",
-        (("images", (1, 3, 640, 640)),),
-        outputs=("output0",),
-    ),
-    Entry(
-        "yolo11n",
-        Family.ULTRALYTICS,
-        "yolo11n.yaml",
-        "ultralytics YOLO('yolo11n.yaml') (the model yaml; no .pt), exported by YOLO.export("
-        "format='onnx', simplify=False): Conv+BN fused, Detect head in export mode",
-        (("images", (1, 3, 640, 640)),),
-        outputs=("output0",),
-    ),
+    _yolo("yolov8n"),
+    _yolo("yolo11n"),
     *_HUGGING_FACE,
     Entry(
         "pp_lcnet_x1_0",
@@ -299,41 +299,11 @@ ENTRIES: tuple[Entry, ...] = (
         (("x", (1, 3, 48, 192)),),
         requires=("paddleclas",),
     ),
-    Entry(
-        "keras_mobilenet_v2",
-        Family.TF2ONNX,
-        "MobileNetV2",
-        "keras.applications.MobileNetV2",
-        (("input", (1, 224, 224, 3)),),
-    ),
-    Entry(
-        "keras_mobilenet_v3_small",
-        Family.TF2ONNX,
-        "MobileNetV3Small",
-        "keras.applications.MobileNetV3Small",
-        (("input", (1, 224, 224, 3)),),
-    ),
-    Entry(
-        "keras_efficientnet_b0",
-        Family.TF2ONNX,
-        "EfficientNetB0",
-        "keras.applications.EfficientNetB0",
-        (("input", (1, 224, 224, 3)),),
-    ),
-    Entry(
-        "keras_nasnet_mobile",
-        Family.TF2ONNX,
-        "NASNetMobile",
-        "keras.applications.NASNetMobile",
-        (("input", (1, 224, 224, 3)),),
-    ),
-    Entry(
-        "keras_efficientnet_v2_b0",
-        Family.TF2ONNX,
-        "EfficientNetV2B0",
-        "keras.applications.EfficientNetV2B0",
-        (("input", (1, 224, 224, 3)),),
-    ),
+    _keras("keras_mobilenet_v2", "MobileNetV2"),
+    _keras("keras_mobilenet_v3_small", "MobileNetV3Small"),
+    _keras("keras_efficientnet_b0", "EfficientNetB0"),
+    _keras("keras_nasnet_mobile", "NASNetMobile"),
+    _keras("keras_efficientnet_v2_b0", "EfficientNetV2B0"),
     Entry(
         "tv_resnet18_qdynamic",
         Family.ORT_QUANT,
