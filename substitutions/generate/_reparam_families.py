@@ -70,7 +70,7 @@ def merge_parallel_rules() -> list[Rule]:
         PatternNode("e", "Enlarge", ("w2",), (("kernel_shape", kernel),)),
         PatternNode("ws", "Add", ("w", "e")),
         PatternNode("bs", "Add", ("b", "b2")),
-        PatternNode("c", "Conv", ("x", "ws", "bs"), tuple((k, ParamVar(k)) for k in _SHARED) + (("pads", ParamVar("pads")),)),
+        _conv("c", ("ws", "bs"), "pads"),
     ))
     inputs = tuple(PatternInput(n) for n in ("x", "w", "b", "w2", "b2"))
     return [axiom_rule("conv_bias_merge_parallel",
