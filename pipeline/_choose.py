@@ -120,6 +120,10 @@ def check_and_choose(
                 measured_spread=verdict.spread,
                 measured_cached=verdict.cached,
             )
+            if verdict.decisions > 1:
+                notes.append(f"measured twice: the first decision said not faster, against the "
+                             f"{fresh_sweep_gain(outcome):.2f}x this call's kept sweeps measured; the second said "
+                             + ("faster" if verdict.faster else "not faster"))
             if not verdict.faster:
                 decision = Decision.NOT_FASTER
     except _CandidateRejected as exc:

@@ -46,6 +46,14 @@ of a call the search had spent, a round one order-balanced block short of signif
 could not be extended, and a real gain was thrown away."""
 
 
+SECOND_DECISION_SLACK = 0.1
+"""A default budget's decision may run this much more of the call past its deadline, room
+for a second decision when the first contradicts the sweeps this call kept
+(`_decide.decide_contradicted`): one decision is `DECISION_RUNS` of the
+`DEFAULT_JUDGEMENTS * JUDGEMENT_RUNS + DECISION_RUNS` runs a latency-scaled default pays
+for, 8%. A given budget stays a hard limit (its slack is `DECISION_SLACK` alone)."""
+
+
 DEFAULT_SECONDS = 15.0
 """The default budget before the model is timed, and the least it is scaled to: what a
 small, fast model gets. At 10 s, timm EfficientNet-B0 (9 ms, 255 nodes) spent its sweeps'
@@ -195,5 +203,7 @@ class Budget:
         return max(always_judged_ms, affordable)
 
     def decision_deadline(self) -> float:
-        """When the measured decision must stop extending its rounds."""
-        return self.deadline + DECISION_SLACK * self.seconds
+        """When the measured decision must stop extending its rounds (and, with a default
+        budget, a second decision must have ended)."""
+        slack = DECISION_SLACK + (SECOND_DECISION_SLACK if self.limit is Limit.DEFAULT else 0.0)
+        return self.deadline + slack * self.seconds

@@ -12,10 +12,12 @@ from taso.backends.compare import ReferenceRun
 from taso.pipeline import api
 from taso.pipeline._rewriting import run_search
 from taso.pipeline.budget import (
+    DECISION_RUNS,
     DECISION_SLACK,
     DEFAULT_SECONDS,
     MAX_DEFAULT_SECONDS,
     MIN_SEARCH_SHARE,
+    SECOND_DECISION_SLACK,
     SWEEP_SHARE,
     Budget,
 )
@@ -83,6 +85,15 @@ def test_shares_by_nodes_and_for_sweeps() -> None:
 def test_the_decision_may_run_its_slack_past_the_deadline() -> None:
     budget = Budget.of(10.0, FakeClock())
     assert budget.decision_deadline() == pytest.approx(110.0 + DECISION_SLACK * 10.0)
+
+
+def test_a_default_budget_leaves_its_decision_room_for_a_second_look() -> None:
+    clock = FakeClock()
+    budget = Budget.default(clock).resolved(run_ms=50.0, nodes=400)
+    slack = budget.decision_deadline() - budget.deadline
+    assert slack == pytest.approx((DECISION_SLACK + SECOND_DECISION_SLACK) * budget.seconds)
+    decision_s = DECISION_RUNS * 50.0 / 1000
+    assert slack - DECISION_SLACK * budget.seconds >= decision_s  # one more decision fits
 
 
 class SteppingClock:

@@ -179,3 +179,59 @@ def test_a_judgement_cut_short_says_faster_only_when_ahead() -> None:
     verdicts = [_cut_short(p) for p in (ahead, behind, level)]  # type: ignore[arg-type]
     assert [v.faster for v in verdicts] == [True, False, False]
     assert not any(v.complete for v in verdicts)
+
+
+class _ScriptedDecisions(_ScriptedPairs):
+    """B is `ratios[k]` times A in the k-th decision's pairs (a decision starts with
+    `PROBE_PAIRS` probe pairs); each run takes `run_s` on a fake clock."""
+
+    def __init__(self, ratios: list[float], clock: list[float], run_s: float = 0.01):
+        super().__init__(ratios[0])
+        self.ratios, self.clock, self.run_s, self.probes = ratios, clock, run_s, 0
+
+    def extend(self, pairs: int) -> None:
+        from taso.pipeline._decide import PROBE_PAIRS
+
+        if pairs == PROBE_PAIRS:
+            self.ratio = self.ratios[min(self.probes, len(self.ratios) - 1)]
+            self.probes += 1
+        self.clock[0] += pairs * 2 * self.run_s
+        super().extend(pairs)
+
+
+def test_a_not_faster_contradicted_by_the_sweeps_is_decided_again(monkeypatch) -> None:  # noqa: ANN001
+    import taso.pipeline._decide as decide
+
+    clock = [0.0]
+    monkeypatch.setattr(decide.time, "perf_counter", lambda: clock[0])
+    unlucky_then_faster = [1.0, 0.8]
+    verdict = decide.decide_contradicted(_ScriptedDecisions(unlucky_then_faster, clock), contradicted=True)
+    assert verdict.faster and verdict.decisions == 2
+    alone = decide.decide_contradicted(_ScriptedDecisions(unlucky_then_faster, clock), contradicted=False)
+    assert not alone.faster and alone.decisions == 1
+    slower_twice = decide.decide_contradicted(_ScriptedDecisions([1.1, 1.1], clock), contradicted=True)
+    assert not slower_twice.faster and slower_twice.decisions == 2
+
+
+def test_a_first_faster_decision_is_not_measured_again(monkeypatch) -> None:  # noqa: ANN001
+    import taso.pipeline._decide as decide
+
+    clock = [0.0]
+    monkeypatch.setattr(decide.time, "perf_counter", lambda: clock[0])
+    pairs = _ScriptedDecisions([0.8, 1.2], clock)
+    verdict = decide.decide_contradicted(pairs, contradicted=True)
+    assert verdict.faster and verdict.decisions == 1 and pairs.probes == 1
+
+
+def test_the_second_decision_must_fit_before_the_deadline(monkeypatch) -> None:  # noqa: ANN001
+    """The first decision ended after its failed first round (3 probe pairs and 48 pairs at
+    10 ms a run: 1.02 s); a whole second one is estimated at two rounds' worth, 2.04 s."""
+    import taso.pipeline._decide as decide
+
+    clock = [0.0]
+    monkeypatch.setattr(decide.time, "perf_counter", lambda: clock[0])
+    short = decide.decide_contradicted(_ScriptedDecisions([1.0, 0.8], clock), 2.9, contradicted=True)
+    assert not short.faster and short.decisions == 1
+    clock[0] = 0.0
+    roomy = decide.decide_contradicted(_ScriptedDecisions([1.0, 0.8], clock), 3.3, contradicted=True)
+    assert roomy.faster and roomy.decisions == 2
