@@ -50,7 +50,7 @@ def test_a_query_one_seed_cannot_decide_is_tried_under_the_next(monkeypatch: pyt
     monkeypatch.setattr(validate_module, "_refute", refute)
     check = check_symbolic(find_axiom("conv_bn_relu_affine_as_clip"), 1)
     assert check.status is Status.PASSED and "one at a time" not in check.detail
-    assert seeds == [0, 1]
+    assert seeds[:2] == [0, 1]  # the next seed was asked (another may still be needed: Z3 is erratic)
 
 
 def _symbolically_refuted() -> list[str]:
