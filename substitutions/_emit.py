@@ -137,8 +137,16 @@ def _data_dtype(inputs: Sequence[str], known: Mapping[str, TensorType]) -> np.dt
     return np.dtype(np.float32)
 
 
+ROI_INPUT_UNTIL = 13
+"""Resize 11 and 12 require their roi input (read only by tf_crop_and_resize): written empty."""
+
+
 def _older_form(spec: OpSpec, onnx_node: OnnxNode, opset: int) -> OnnxNode:
-    """`onnx_node` as `opset` writes it: Clip's bounds as attributes before opset 11."""
+    """`onnx_node` as `opset` writes it: Clip's bounds as attributes before opset 11;
+    Resize's empty roi before opset 13."""
+    if spec.name == "Resize" and opset < ROI_INPUT_UNTIL:
+        const = {**onnx_node.const_inputs, 1: np.zeros(0, dtype=np.float32)}
+        return OnnxNode(onnx_node.op_type, dict(onnx_node.attrs), const, onnx_node.domain)
     if opset >= _INPUTS_FROM_OPSET.get(spec.name, 0):
         return onnx_node
     attrs = dict(onnx_node.attrs)
