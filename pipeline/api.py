@@ -56,6 +56,7 @@ from taso.pipeline._export import export
 from taso.pipeline._html import report_html as render_html
 from taso.pipeline._provenance import call_record
 from taso.pipeline._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, run_search
+from taso.pipeline._upgrade import check_target_opset, upgraded
 from taso.pipeline.budget import Budget
 from taso.report import StopReason
 from taso.search import CostModel, SearchProgress
@@ -78,6 +79,7 @@ def optimize_onnx(
     base_dir: str | os.PathLike[str] | None = None,
     report_path: str | os.PathLike[str] | None = None,
     report_html: str | os.PathLike[str] | None = None,
+    target_opset: int | None = None,
 ) -> OptimizeResult:
     """Optimize an ONNX model with verified rewrites; return the faster of it and the original.
 
@@ -94,8 +96,12 @@ def optimize_onnx(
     `report_path`, if given, receives the report as JSON, written after the model;
     `report_html`, the report as one self-contained HTML page (`taso.pipeline._html`).
     No path written (output, its `.data` file, the report) may be a file the input references.
+    `target_opset`, if given, upgrades the model with onnx's version converter before the
+    search (never by default; `taso.pipeline._upgrade`): the upgrade is checked and
+    measured with the rewrites, and the original is returned if the result is not faster.
     """
     target = _validate_options(backend=backend, time_budget_s=time_budget_s, alpha=alpha)
+    check_target_opset(target_opset)
     given_rules = rules
     if isinstance(rules, str | os.PathLike):  # a bad rule file is refused before the model is loaded
         rules = resolve_rules(rules)
@@ -114,7 +120,7 @@ def optimize_onnx(
         return _optimize(
             model, output, target=target, time_budget_s=time_budget_s, alpha=alpha, check=check, rules=rules,
             profile=profile, say=say, note=note, notes=notes, base_dir=base_dir, report_path=report_path,
-            phases=phases, budget=budget, given_rules=given_rules, report_html=report_html,
+            phases=phases, budget=budget, given_rules=given_rules, report_html=report_html, target_opset=target_opset,
         )
 
 
@@ -142,7 +148,7 @@ def _optimize(
     time_budget_s: float | None, alpha: float, check: bool, rules: RulesArg, profile: ShapeProfile | None,
     say: Callable[[str], None], note: Callable[[str], None], notes: list[str], base_dir: str | os.PathLike[str] | None,
     report_path: str | os.PathLike[str] | None, phases: Phases, budget: Budget, given_rules: RulesArg,
-    report_html: str | os.PathLike[str] | None = None,
+    report_html: str | os.PathLike[str] | None = None, target_opset: int | None = None,
 ) -> OptimizeResult:
     with phases.time("load"):
         loaded = load_model(model, base_dir=base_dir)
@@ -165,12 +171,13 @@ def _optimize(
                  f"searched for: {reference.error}")
             outcome = SearchOutcome(graph, {}, StopReason.UNCHECKABLE)
         else:
-            canonical = _canonicalize(graph, say)
+            start = upgraded(loaded.model, graph, target_opset, loaded.base_dir, note)
+            canonical = _canonicalize(start.graph, say)
             outcome = _search(
                 canonical.graph, budget=search_budget, alpha=alpha, rules=rules, target=target,
                 profile=profile, say=say, reference=reference, note=note,
             )
-            outcome = _with_simplifications(outcome, canonical)
+            outcome = _with_simplifications(outcome, canonical, start.applied)
         outcome = _legalize(outcome)
     with phases.time("export"):
         original = export(graph)
@@ -204,14 +211,17 @@ def _canonicalize(graph: Graph, say: Callable[[str], None]) -> Canonical:
 _SEARCHED = (StopReason.TIME_BUDGET, StopReason.CONVERGED, StopReason.EXHAUSTED, StopReason.GRAPH_BUDGET)
 
 
-def _with_simplifications(outcome: SearchOutcome, canonical: Canonical) -> SearchOutcome:
+def _with_simplifications(outcome: SearchOutcome, canonical: Canonical,
+                          upgrade: Mapping[str, int] | None = None) -> SearchOutcome:
     """The canonical stage's simplifications (work ORT would do, removed: reshape round
-    trips) count as applied where the search ran on its graph, so that the measured
-    decision weighs them even when no rule applied. With no search (budget 0, no rules,
-    a failure) the result is the input's graph: nothing of the canonical stage is kept."""
-    if not canonical.simplified or outcome.stop_reason not in _SEARCHED:
+    trips) and an asked-for opset upgrade count as applied where the search ran on its
+    graph, so that the measured decision weighs them even when no rule applied. With no
+    search (budget 0, no rules, a failure) the result is the input's graph: nothing of the
+    canonical stage is kept."""
+    before = {**(upgrade or {}), **canonical.simplified}
+    if not before or outcome.stop_reason not in _SEARCHED:
         return outcome
-    return dataclasses.replace(outcome, applied={**canonical.simplified, **outcome.applied})
+    return dataclasses.replace(outcome, applied={**before, **outcome.applied})
 
 
 def _legalize(outcome: SearchOutcome) -> SearchOutcome:

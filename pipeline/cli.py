@@ -64,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
         "--shape", action="append", default=[], metavar="NAME=DIMS",
         help="fill dynamic dims for checking/measuring: input=1x3x640x640 or symbol=4 (repeatable)",
     )
+    opt.add_argument("--target-opset", type=int, default=None, metavar="N", help="upgrade the model to opset N with "
+                     "onnx's version converter before optimizing (never by default); checked and measured with the "
+                     "rewrites: the original, at its own opset, is returned if the result is not faster")
     opt.add_argument("--no-cache", action="store_true", help="keep costs and measured verdicts in memory for this call "
                      "only: the cost cache is neither read nor written (every measurement is made now)")
     opt.add_argument("-q", "--quiet", action="store_true", help="no progress and no summary on stderr (warnings only)")
@@ -190,6 +193,7 @@ def _optimize(args: argparse.Namespace) -> int:
                 progress=status,
                 report_path=args.report,
                 report_html=args.report_html,
+                target_opset=args.target_opset,
             )
     finally:
         status.close()
