@@ -80,6 +80,48 @@ MERGE_PARALLEL_CONFIGS = (
 """A 1x1 into a 3x3 (RepVGG), strided, grouped with a 3x1 kernel, 3x3 into 5x5 with uneven pads."""
 
 
+def identity_merge_params(s: Mapping[str, Shape], p: Params) -> dict[str, object]:
+    """The identity kernel's channels and size, for `conv_bias_bn_identity_merge`."""
+    return {"channels": int(s["w"][0]), "kernel_shape": (int(s["w"][2]), int(s["w"][3]))}
+
+
+def _identity_fits(s: Mapping[str, Shape], p: Params) -> bool:
+    """The conv maps C channels to C at stride 1, group 1, dilation 1, and its odd kernel's
+    pads are centred, so each output pixel's window is centred on the same input pixel."""
+    c, ci, kh, kw = (int(d) for d in s["w"])
+    if not c == ci == int(s["x"][1]) or kh % 2 == 0 or kw % 2 == 0:
+        return False
+    defaults = (("strides", (1, 1)), ("dilations", (1, 1)), ("group", 1))
+    if any(tuple(p.get(k, d)) != d if isinstance(d, tuple) else p.get(k, d) != d for k, d in defaults):  # type: ignore[arg-type]
+        return False
+    return tuple(p.get("pads", (0, 0, 0, 0))) == (kh // 2, kw // 2, kh // 2, kw // 2)  # type: ignore[arg-type]
+
+
+def _bn_scale(a, v, p):  # noqa: ANN001, ANN202 - algebra values are untyped
+    """k = g / sqrt(var + eps)."""
+    return a("Div", v["g"], a("Sqrt", a("Add", v["var"], a("ConstFill", shape=(), value=p["epsilon"]))))
+
+
+def _identity_merged(a, v, p):  # noqa: ANN001, ANN202
+    """conv(x, w + iconv(C, k) * k4, b + beta - mean * k)."""
+    k = _bn_scale(a, v, p)
+    identity = a("ConstIdentityConv", channels=p["channels"], kernel_shape=p["kernel_shape"], group=1)
+    weight = a("Add", v["w"], a("Mul", identity, a("Reshape", k, shape=(-1, 1, 1, 1))))
+    bias = a("Add", v["b"], a("Sub", v["beta"], a("Mul", v["mean"], k)))
+    return a("Conv", v["x"], weight, bias, **conv(p))
+
+
+_BN_STATS = ("g", "beta", "mean", "var")
+IDENTITY_MERGE_CONFIGS = (
+    cfg({"x": (1, 2, 4, 4), "w": (2, 2, 3, 3), "b": (2,), **dict.fromkeys(_BN_STATS, (2,))},
+        pads=(1, 1, 1, 1), epsilon=1e-5),
+    cfg({"x": (1, 3, 3, 3), "w": (3, 3, 1, 1), "b": (3,), **dict.fromkeys(_BN_STATS, (3,))}, epsilon=1e-3),
+    cfg({"x": (2, 2, 4, 3), "w": (2, 2, 3, 1), "b": (2,), **dict.fromkeys(_BN_STATS, (2,))},
+        pads=(1, 0, 1, 0), epsilon=0.0),
+)
+"""A 3x3 (RepVGG), a 1x1, a 3x1 with a batch of two; epsilon 1e-5, 1e-3 and 0."""
+
+
 CHANNEL_CONFIGS = (
     cfg({"x": (1, 2, 3, 3), "w": (3, 2, 1, 1), "b": (3,), "c": (1, 3, 1, 1)}),
     cfg({"x": (1, 2, 4, 4), "w": (2, 2, 3, 3), "b": (2,), "c": (2, 1, 1)},
@@ -213,6 +255,15 @@ AXIOMS = (
           lambda a, v, p: a("Conv", v["x"], a("Add", v["w"], a("Enlarge", v["w2"], kernel_shape=p["kernel_shape"])),
                             a("Add", v["b"], v["b2"]), **conv(p)),
           MERGE_PARALLEL_CONFIGS, condition=_centred_in, derive=merge_parallel_params,
+          exactness=Exactness.REASSOCIATES),
+    Axiom("conv_bias_bn_identity_merge",
+          "conv(x, w, b; pads) + bn(x; g, beta, mean, var) = conv(x, w + iconv(C, k) * s, b + beta - mean * s;"
+          " pads), s = g / sqrt(var + eps)  (C to C channels, stride 1, group 1, odd kernel k, centred pads)",
+          ("x", "w", "b", *_BN_STATS),
+          lambda a, v, p: a("Add", a("Conv", v["x"], v["w"], v["b"], **conv(p)),
+                            a("BatchNormalization", v["x"], *(v[n] for n in _BN_STATS), epsilon=p["epsilon"])),
+          _identity_merged,
+          IDENTITY_MERGE_CONFIGS, condition=_identity_fits, derive=identity_merge_params, positive=frozenset({"var"}),
           exactness=Exactness.REASSOCIATES),
     Axiom("conv_regroup", "conv(x, w; g) = conv(x, regroup(w; g, k); g/k)  (k divides g)",
           ("x", "w"),

@@ -50,8 +50,9 @@ VALUE_DEPENDENT = frozenset({"relu_scale_positive", "relu_affine_as_clip", "conv
 # Axioms whose rules are built by hand only (`_axiom_families.FAMILIES`) and which the bank
 # has in parts: conv_bias_merge_parallel composes conv_enlarge_kernel, conv_linear_weight and
 # conv_bias_add; as a guarded axiom of five tensor inputs its instances over a pool of
-# shapes would grow as the pool's fifth power.
-FAMILY_ONLY = frozenset({"conv_bias_merge_parallel"})
+# shapes would grow as the pool's fifth power. conv_bias_bn_identity_merge (seven inputs)
+# composes conv_identity_kernel, the batch norm's own axioms and the same linearity.
+FAMILY_ONLY = frozenset({"conv_bias_merge_parallel", "conv_bias_bn_identity_merge"})
 
 
 def shape_literal(shape: tuple[int, ...]) -> z3.ExprRef:

@@ -33,7 +33,7 @@ from taso.substitutions.generate._affine_clip_families import (
     conv_rules,
 )
 from taso.substitutions.generate._gating_families import channel_gate_rules, reduce_mean_rules
-from taso.substitutions.generate._reparam_families import merge_parallel_rules
+from taso.substitutions.generate._reparam_families import identity_merge_rules, merge_parallel_rules
 from taso.substitutions.generate._softmax_families import softmax_transpose_rules
 from taso.substitutions.generate._witness import guarded
 from taso.substitutions.rule import (
@@ -219,5 +219,6 @@ FAMILIES = {
     "conv_bn_relu_affine_as_clip": conv_bn_rules,
     "softmax_transpose": softmax_transpose_rules,
     "conv_bias_merge_parallel": merge_parallel_rules,
+    "conv_bias_bn_identity_merge": identity_merge_rules,
 }
 """Axiom name -> the builder of its rules (instead of reading rules off its configs)."""

@@ -13,12 +13,21 @@ validated axiom (`taso.opspecs.axioms.conv`), with its configs as witnesses.
 Measured (interleaved, ORT 1.32 CPU, 2 threads): timm ``repvgg_a0`` as exported, 22 such
 sums, merged by hand 1.12x; timm's own full reparameterization (the identity branch too)
 1.17x.
+
+``conv_bias_bn_identity_merge`` takes that identity branch: a block whose input and output
+channels agree adds a BatchNormalization of its input, ``bn(x) = conv(x, iconv(C, k) * s,
+beta - mean * s)`` with s = g / sqrt(var + eps), so at stride 1, group 1 and centred pads it
+joins the merged conv's weight and bias.
 """
 
 from __future__ import annotations
 
 from taso.opspecs import Exactness
-from taso.opspecs.axioms.conv import MERGE_PARALLEL_CONFIGS, merge_parallel_params
+from taso.opspecs.axioms.conv import (
+    IDENTITY_MERGE_CONFIGS,
+    MERGE_PARALLEL_CONFIGS,
+    merge_parallel_params,
+)
 from taso.substitutions.generate._witness import axiom_rule, witness_json
 from taso.substitutions.rule import ParamExpr, ParamVar, Pattern, PatternInput, PatternNode, Rule
 
@@ -76,3 +85,57 @@ def merge_parallel_rules() -> list[Rule]:
     return [axiom_rule("conv_bias_merge_parallel",
                        "conv(x, w, b; pads) + conv(x, w2, b2; pads - m) = conv(x, w + enlarge(w2, k), b + b2; pads)",
                        inputs, source, target, (("n2", "c"),), CONSTRAINTS, Exactness.REASSOCIATES, _witness())]
+
+
+_BN_STATS = ("g", "beta", "mean", "var")
+IDENTITY_CONSTRAINTS = (
+    "rank('x') == 4", "rank('w') == 4", "rank('b') == 1",
+    "is_const('w')", "is_const('b')", *(f"is_const({n!r})" for n in _BN_STATS),
+    *(f"shape({n!r}) == (shape('w')[0],)" for n in _BN_STATS),
+    "activation == 'none'", "auto_pad == 'NOTSET'", "tuple(dilations) == (1, 1)", "tuple(strides) == (1, 1)",
+    "group == 1", "shape('w')[0] == shape('w')[1]", "shape('x')[1] == shape('w')[1]",
+    "shape('w')[2] % 2 == 1", "shape('w')[3] % 2 == 1",
+    "tuple(pads) == (shape('w')[2] // 2, shape('w')[3] // 2, shape('w')[2] // 2, shape('w')[3] // 2)",
+)
+"""C to C channels at stride 1, group 1, and an odd kernel with centred pads: the output
+pixel (i, j) is the window centred on input pixel (i, j), where the identity kernel reads x."""
+
+
+def _identity_witness() -> str:
+    configs = []
+    for config in IDENTITY_MERGE_CONFIGS:
+        bindings = {"activation": "none", "auto_pad": "NOTSET", "dilations": [1, 1], "group": 1, "strides": [1, 1],
+                    "pads": list(config.params.get("pads", (0, 0, 0, 0))),  # type: ignore[arg-type]
+                    "epsilon": config.params["epsilon"], "momentum": 0.9}
+        configs.append(({k: list(v) for k, v in config.shapes.items()}, bindings))
+    return witness_json(configs, ("var",))
+
+
+def identity_merge_rules() -> list[Rule]:
+    """add(conv(x, w, b), bn(x)) -> conv(x, w + iconv(C, k) * s, b + beta - mean * s), s = g / sqrt(var + eps).
+
+    RepVGG's identity branch: a BatchNormalization of the block's input, added to the
+    convs' sum (after `merge_parallel_rules` has made the convs one)."""
+    bn_params = (("epsilon", ParamVar("epsilon")), ("momentum", ParamVar("momentum")))
+    source = Pattern((_conv("n0", ("w", "b"), "pads"),
+                      PatternNode("bn", "BatchNormalization", ("x", *_BN_STATS), bn_params),
+                      PatternNode("n2", "Add", ("n0", "bn"))))
+    identity_params = (("channels", ParamExpr("shape('w')[0]")),
+                       ("kernel_shape", ParamExpr("(shape('w')[2], shape('w')[3])")), ("group", 1))
+    target = Pattern((
+        PatternNode("eps", "ConstFill", (), (("shape", ()), ("value", ParamVar("epsilon")))),
+        PatternNode("ve", "Add", ("var", "eps")), PatternNode("sd", "Sqrt", ("ve",)),
+        PatternNode("k", "Div", ("g", "sd")),
+        PatternNode("k4", "Reshape", ("k",), (("shape", (-1, 1, 1, 1)),)),
+        PatternNode("ic", "ConstIdentityConv", (), identity_params),
+        PatternNode("wi", "Mul", ("ic", "k4")), PatternNode("ws", "Add", ("w", "wi")),
+        PatternNode("mk", "Mul", ("mean", "k")), PatternNode("sh", "Sub", ("beta", "mk")),
+        PatternNode("bs", "Add", ("b", "sh")),
+        _conv("c", ("ws", "bs"), "pads"),
+    ))
+    inputs = tuple(PatternInput(n) for n in ("x", "w", "b", *_BN_STATS))
+    return [axiom_rule("conv_bias_bn_identity_merge",
+                       "conv(x, w, b; pads) + bn(x; g, beta, mean, var) = conv(x, w + iconv(C, k) * s, "
+                       "b + beta - mean * s; pads), s = g / sqrt(var + eps)",
+                       inputs, source, target, (("n2", "c"),), IDENTITY_CONSTRAINTS, Exactness.REASSOCIATES,
+                       _identity_witness())]
