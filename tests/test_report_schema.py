@@ -194,3 +194,19 @@ def test_only_kept_sweeps_measured_now_contradict_the_cache() -> None:
              SweepStep("c", 1, 0.0, 1.5, False), SweepStep("d", 1, 0.0, 1.4, True, skipped=Skipped.PREDICTED_NOT_FASTER))
     outcome = SearchOutcome(import_model(models.conv_net()), {}, StopReason.CONVERGED, sweeps=steps)
     assert fresh_sweep_gain(outcome) == pytest.approx(1.2) and fresh_sweep_gain(outcome) >= RECHECK_GAIN
+
+
+def test_a_kept_sweeps_measured_gain_outweighs_a_lower_screen_price() -> None:
+    """BERT (TorchScript): the screen priced the whole result at 1.009x while its one kept
+    sweep measured 1.089x; under the decision's 1.01x the original came back unmeasured."""
+    from taso.pipeline._choose import _predicted_gain, kept_sweep_gain
+    from taso.pipeline._decide import MIN_SPEEDUP
+
+    kept = (SweepStep("ax-add_assoc", 9, 0.0, 1.089, True, cached=True),
+            SweepStep("b", 2, 0.0, 1.3, False), SweepStep("c", 1, 0.0, 1.4, True, skipped=Skipped.PREDICTED_NOT_FASTER))
+    outcome = SearchOutcome(import_model(models.conv_net()), {"ax-add_assoc": 9}, StopReason.TIME_BUDGET, sweeps=kept,
+                            predicted_original_ms=10.09, predicted_best_ms=10.0)
+    assert kept_sweep_gain(outcome) == pytest.approx(1.089)
+    assert _predicted_gain(outcome) == pytest.approx(1.089) and _predicted_gain(outcome) >= MIN_SPEEDUP
+    unswept = dataclasses.replace(outcome, sweeps=())
+    assert _predicted_gain(unswept) == pytest.approx(1.009) and _predicted_gain(unswept) < MIN_SPEEDUP
