@@ -178,22 +178,18 @@ RECHECK_GAIN = 1.05
 """Kept sweeps measured in this call at this much together contradict a cached "not faster"."""
 
 
-def fresh_sweep_gain(outcome: SearchOutcome) -> float:
-    """The product of the kept sweeps' speedups measured in this call (none from the cache)."""
-    gain = 1.0
-    for step in outcome.sweeps:
-        if step.accepted and step.skipped is None and not step.cached:
-            gain *= step.speedup
-    return gain
-
-
 def kept_sweep_gain(outcome: SearchOutcome) -> float:
     """The product of the kept sweeps' measured speedups (in this call or cached)."""
-    gain = 1.0
-    for step in outcome.sweeps:
-        if step.accepted and step.skipped is None:
-            gain *= step.speedup
-    return gain
+    return math.prod(step.speedup for step in _kept_sweeps(outcome))
+
+
+def fresh_sweep_gain(outcome: SearchOutcome) -> float:
+    """The product of the kept sweeps' speedups measured in this call (none from the cache)."""
+    return math.prod(step.speedup for step in _kept_sweeps(outcome) if not step.cached)
+
+
+def _kept_sweeps(outcome: SearchOutcome) -> Iterator[SweepStep]:
+    return (step for step in outcome.sweeps if step.accepted and step.skipped is None)
 
 
 def _predicted_gain(outcome: SearchOutcome) -> float:

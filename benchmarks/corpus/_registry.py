@@ -153,6 +153,11 @@ def _keras(name: str, architecture: str) -> Entry:
                  (("input", (1, 224, 224, 3)),))
 
 
+def _paddleclas(name: str, architecture: str, source: str, shape: tuple[int, ...] = (1, 3, 224, 224)) -> Entry:
+    """A PaddleClas backbone (`benchmarks/corpus/_paddle.py`'s `architecture`), via paddle2onnx."""
+    return Entry(name, Family.PADDLE2ONNX, architecture, source, (("x", shape),), requires=("paddleclas",))
+
+
 def _yolo(name: str) -> Entry:
     """An ultralytics YOLO from its shipped model yaml `<name>.yaml`, exported by ultralytics."""
     return Entry(
@@ -247,14 +252,8 @@ ENTRIES: tuple[Entry, ...] = (
     _yolo("yolov8n"),
     _yolo("yolo11n"),
     *_HUGGING_FACE,
-    Entry(
-        "pp_lcnet_x1_0",
-        Family.PADDLE2ONNX,
-        "PPLCNet_x1_0",
-        "paddleclas ppcls.arch.backbone.legendary_models.pp_lcnet (PaddleClas package code)",
-        (("x", (1, 3, 224, 224)),),
-        requires=("paddleclas",),
-    ),
+    _paddleclas("pp_lcnet_x1_0", "PPLCNet_x1_0",
+                "paddleclas ppcls.arch.backbone.legendary_models.pp_lcnet (PaddleClas package code)"),
     Entry(
         "ppocrv3_rec",
         Family.PADDLE2ONNX,
@@ -263,42 +262,19 @@ ENTRIES: tuple[Entry, ...] = (
         "benchmarks/corpus/_ppocr.py after the published PaddleOCR definition",
         (("x", (1, 3, 48, 320)),),
     ),
-    Entry(
-        "pp_hgnetv2_b0",
-        Family.PADDLE2ONNX,
-        "PPHGNetV2_B0",
-        "paddleclas ppcls.arch.backbone.legendary_models.pp_hgnet_v2 (PaddleClas package code, "
-        "use_lab=True)",
-        (("x", (1, 3, 224, 224)),),
-        requires=("paddleclas",),
-    ),
-    Entry(
-        "pp_mobilenet_v3_small",
-        Family.PADDLE2ONNX,
-        "MobileNetV3_small_x1_0",
-        "paddleclas ppcls.arch.backbone.legendary_models.mobilenet_v3 (PaddleClas package code)",
-        (("x", (1, 3, 224, 224)),),
-        requires=("paddleclas",),
-    ),
+    _paddleclas("pp_hgnetv2_b0", "PPHGNetV2_B0",
+                "paddleclas ppcls.arch.backbone.legendary_models.pp_hgnet_v2 (PaddleClas package code, "
+                "use_lab=True)"),
+    _paddleclas("pp_mobilenet_v3_small", "MobileNetV3_small_x1_0",
+                "paddleclas ppcls.arch.backbone.legendary_models.mobilenet_v3 (PaddleClas package code)"),
     *_PPOCR_V4,
-    Entry(
-        "ppocr_textline_ori",
-        Family.PADDLE2ONNX,
-        "PPLCNet_x0_25_textline_ori",
-        "PP-OCR text line orientation classifier (PP-LCNet_x0_25_textline_ori): paddleclas "
-        "PPLCNet_x0_25 with class_num=2 (PaddleClas package code), at its 80x160 input",
-        (("x", (1, 3, 80, 160)),),
-        requires=("paddleclas",),
-    ),
-    Entry(
-        "ppocr_cls_mv3",
-        Family.PADDLE2ONNX,
-        "MobileNetV3_small_x0_35_cls",
-        "PP-OCR direction classifier as ch_ppocr_mobile_v2.0_cls configures it (MobileNetV3 "
-        "small x0.35, two classes): paddleclas MobileNetV3_small_x0_35 with class_num=2, at 48x192",
-        (("x", (1, 3, 48, 192)),),
-        requires=("paddleclas",),
-    ),
+    _paddleclas("ppocr_textline_ori", "PPLCNet_x0_25_textline_ori",
+                "PP-OCR text line orientation classifier (PP-LCNet_x0_25_textline_ori): paddleclas "
+                "PPLCNet_x0_25 with class_num=2 (PaddleClas package code), at its 80x160 input", (1, 3, 80, 160)),
+    _paddleclas("ppocr_cls_mv3", "MobileNetV3_small_x0_35_cls",
+                "PP-OCR direction classifier as ch_ppocr_mobile_v2.0_cls configures it (MobileNetV3 "
+                "small x0.35, two classes): paddleclas MobileNetV3_small_x0_35 with class_num=2, at 48x192",
+                (1, 3, 48, 192)),
     _keras("keras_mobilenet_v2", "MobileNetV2"),
     _keras("keras_mobilenet_v3_small", "MobileNetV3Small"),
     _keras("keras_efficientnet_b0", "EfficientNetB0"),
