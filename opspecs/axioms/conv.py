@@ -91,10 +91,9 @@ def _identity_fits(s: Mapping[str, Shape], p: Params) -> bool:
     c, ci, kh, kw = (int(d) for d in s["w"])
     if not c == ci == int(s["x"][1]) or kh % 2 == 0 or kw % 2 == 0:
         return False
-    defaults = (("strides", (1, 1)), ("dilations", (1, 1)), ("group", 1))
-    if any(tuple(p.get(k, d)) != d if isinstance(d, tuple) else p.get(k, d) != d for k, d in defaults):  # type: ignore[arg-type]
+    if tuple(p.get("strides", (1, 1))) != (1, 1) or tuple(p.get("dilations", (1, 1))) != (1, 1):  # type: ignore[arg-type]
         return False
-    return tuple(p.get("pads", (0, 0, 0, 0))) == (kh // 2, kw // 2, kh // 2, kw // 2)  # type: ignore[arg-type]
+    return p.get("group", 1) == 1 and tuple(p.get("pads", (0, 0, 0, 0))) == (kh // 2, kw // 2, kh // 2, kw // 2)  # type: ignore[arg-type]
 
 
 def _bn_scale(a, v, p):  # noqa: ANN001, ANN202 - algebra values are untyped
