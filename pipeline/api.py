@@ -374,20 +374,9 @@ def _sweeping(
                         name="the sweep's analytical prior")
     if target.spec.pricing is not Pricing.KERNELS or weight_bytes(graph) > SCREEN_MAX_BYTES:
         return Sweeping(judge, prior, on_step)
-    screen = GuardedCost(KernelCostModel(profile=profile, whole_graph_bytes=math.inf, cache=SCREEN_CACHE), None,
-                         on_failure=note, name="the sweep screen (kernel cost model)")  # sweeps are priced whole
+    screen = GuardedCost(KernelCostModel(profile=profile, whole_graph_bytes=math.inf), None, on_failure=note,
+                         name="the sweep screen (kernel cost model)")  # sweeps are priced whole
     return Sweeping(judge, prior, on_step, screen=screen, min_predicted=MIN_PREDICTED_SPEEDUP)
-
-
-SCREEN_CACHE = None
-"""The sweep screen keeps its kernel times for this call only: every kernel it prices was
-profiled in this model, in this call. A kernel's time depends on its neighbours and on the
-machine's load when it ran (a memory-bound Mul or reorder fed from cache runs several
-times faster than one fed from memory); summed over a hundred kernels, times kept from
-other models and other days moved predictions by 5-10%. On timm EfficientNet-B0 the user
-cache priced the SE-gate sweep pair at 0.98x, kernels profiled in this call at 1.07-1.11x;
-it measured 1.05-1.06x (interleaved) and was never judged. The cost is one profile of the
-original and one of each candidate with a kernel not yet seen (about 0.2 s a model of 10 ms)."""
 
 
 SCREEN_MAX_BYTES = 128 << 20
