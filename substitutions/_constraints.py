@@ -86,7 +86,8 @@ def tensor_env(
     is_const: Callable[[str], bool],
     constant_array: Callable[[str], np.ndarray | None] | None = None,
 ) -> dict[str, object]:
-    """The helpers `shape`, `rank`, `is_const`, `value` over the pattern inputs bound in `tensors`."""
+    """The helpers `shape`, `rank`, `is_const`, `value`, `after_linear` over the pattern inputs
+    bound in `tensors`."""
 
     def shape(name: str) -> tuple[object, ...]:
         value = tensors[name]
@@ -109,7 +110,63 @@ def tensor_env(
         first = array.reshape(-1)[0]
         return float(first) if bool(np.all(array == first)) else None
 
-    return {"shape": shape, "rank": rank, "is_const": constant, "value": value}
+    def after_linear(name: str) -> bool:
+        return _after_linear(graph, tensors[name], is_const)
+
+    return {"shape": shape, "rank": rank, "is_const": constant, "value": value, "after_linear": after_linear}
+
+
+def node_env(graph: Graph, nodes: Mapping[str, int]) -> dict[str, object]:
+    """The helper `feeds_unpadded_conv` over the pattern nodes bound in `nodes`."""
+
+    def feeds_unpadded_conv(node: str) -> bool:
+        return _feeds_unpadded_conv(graph, graph.nodes[nodes[node]].outputs[0])
+
+    return {"feeds_unpadded_conv": feeds_unpadded_conv}
+
+
+def _feeds_unpadded_conv(graph: Graph, value: str) -> bool:
+    """Is `value` read only as the data input of convs without padding? A constant scale and
+    shift of it folds forward into their weights and biases (`cv-conv_affine_input`)."""
+    consumers = graph.consumers.get(value, ())
+    if not consumers or value in graph.outputs:
+        return False
+    for node_id in consumers:
+        node = graph.nodes[node_id]
+        if node.op_type != "Conv" or value in node.inputs[1:] or node.attr("auto_pad", "NOTSET") != "NOTSET":
+            return False
+        if any(int(p) for p in (node.attr("pads") or ())):  # type: ignore[union-attr]
+            return False
+    return True
+
+
+LINEAR_OPS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization"})
+"""Ops that ORT folds a following constant scale or shift into (ConvMulFusion, ConvAddFusion
+and their kin; a BatchNormalization becomes part of the conv before it)."""
+_AFFINE_STEPS = 8
+
+
+def _after_linear(graph: Graph, value: str, is_const: Callable[[str], bool]) -> bool:
+    """Is `value` a linear op's output, directly or through Add/Sub/Mul/Div by constants?
+    There ORT folds one more constant scale or shift back into that op; after anything
+    else (an activation, a sum of two tensors, a graph input) it runs it as its own pass."""
+    for _ in range(_AFFINE_STEPS):
+        producer = graph.producers.get(value)
+        if producer is None:
+            return False
+        node = graph.nodes[producer[0]]
+        if node.op_type in LINEAR_OPS:
+            return True
+        if node.op_type not in ("Add", "Sub", "Mul", "Div") or len(node.inputs) != 2:
+            return False
+        first, second = node.inputs
+        if is_const(second) and not is_const(first):
+            value = first
+        elif is_const(first) and not is_const(second) and node.op_type in ("Add", "Mul"):
+            value = second
+        else:
+            return False
+    return False
 
 
 def _dim(dim: object, where: str) -> object:

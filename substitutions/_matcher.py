@@ -50,6 +50,7 @@ from taso.substitutions._bridge import GraphIndex, NodeView, graph_index
 from taso.substitutions._constraints import (
     ConstantValues,
     constraint_holds,
+    node_env,
     side_condition_failure,
     tensor_env,
 )
@@ -278,7 +279,8 @@ class _Search:
         return all(constraint_holds(expr, env) for expr in self.compiled.rule.constraints)
 
     def _env(self, state: _State) -> dict[str, object]:
-        return {**tensor_env(self.graph, state.tensors, self.index.is_constant, self.index.constant_array), **state.params}
+        return {**tensor_env(self.graph, state.tensors, self.index.is_constant, self.index.constant_array),
+                **node_env(self.graph, state.nodes), **state.params}
 
     def _exactness_guards_hold(self, state: _State) -> bool:
         rule = self.compiled.rule

@@ -150,7 +150,7 @@ class Rule:
 # ----- validation ------------------------------------------------------------------------
 
 _BUILTINS = {"len": len, "all": all, "any": any, "min": min, "max": max, "abs": abs, "tuple": tuple, "range": range}
-_FUNCTIONS = frozenset({"shape", "rank", "is_const", "value", *_BUILTINS})  # the helpers come from the caller's env
+_FUNCTIONS = frozenset({"shape", "rank", "is_const", "value", "after_linear", "feeds_unpadded_conv", *_BUILTINS})  # the helpers come from the caller's env
 _ALLOWED_NODES = (
     ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Name, ast.Load,
     ast.Constant, ast.Tuple, ast.List, ast.Subscript, ast.Slice, ast.IfExp, ast.GeneratorExp,

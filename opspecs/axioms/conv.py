@@ -174,6 +174,35 @@ def _split_output(bias: bool) -> Axiom:
                  "  (group 1)", inputs, lhs, rhs, configs, condition=lambda s, p: p.get("group", 1) == 1)
 
 
+def _affine_fits(s: Mapping[str, Shape], p: Params) -> bool:
+    """x is 4-d, and the scale (and the shift) one value or one per channel of x."""
+    if len(s["x"]) != 4:
+        return False
+    c = int(s["x"][1])
+    return all(tuple(s[n]) in ((), (1, c, 1, 1), (c, 1, 1)) for n in ("s", "t") if n in s)
+
+
+def _depthwise(a, v, p, *, shift: bool):  # noqa: ANN001, ANN202 - algebra values are untyped
+    """conv(x, ones(C, 1, 1, 1) * s4[, ones(C) * t1]; group C): a 1x1 depthwise conv."""
+    c = int(p["channels"])  # type: ignore[call-overload]
+    weight = a("Mul", a("ConstOnes", shape=(c, 1, 1, 1)), a("Reshape", v["s"], shape=(-1, 1, 1, 1)))
+    bias = (a("Mul", a("ConstOnes", shape=(c,)), a("Reshape", v["t"], shape=(-1,))),) if shift else ()
+    return a("Conv", v["x"], weight, *bias, group=c)
+
+
+def affine_channels(s: Mapping[str, Shape], p: Params) -> dict[str, object]:
+    """The depthwise conv's channels (and groups): x's second dim."""
+    return {"channels": int(s["x"][1])}
+
+
+AFFINE_CONFIGS = (
+    cfg({"x": (1, 2, 3, 3), "s": (), "t": ()}),
+    cfg({"x": (1, 3, 2, 4), "s": (1, 3, 1, 1), "t": (1, 3, 1, 1)}),
+    cfg({"x": (2, 4, 3, 2), "s": (4, 1, 1), "t": ()}),
+)
+"""A scalar pair (PP-OCR's LearnableAffineBlock), per-channel ones, one of each."""
+
+
 AXIOMS = (
     Axiom("conv_linear_input", "conv(x + y, w) = conv(x, w) + conv(y, w)", ("x", "y", "w"),
           lambda a, v, p: a("Conv", a("Add", v["x"], v["y"]), v["w"], **conv(p)),
@@ -311,4 +340,18 @@ AXIOMS = (
            cfg({"x": (1, 2, 4, 4), "w": (2, 2, 3, 3)}, q=(0, 1, 2, 1), strides=(2, 2)),
            cfg({"x": (1, 2, 3, 3), "w": (2, 1, 2, 2)}, q=(1, 0, 0, 1), group=2)),
           condition=lambda s, p: "pads" not in p),
+    Axiom("affine_as_depthwise_conv",
+          "x * s + t = conv(x, ones(C, 1, 1, 1) * s, ones(C) * t; group C)  (x has C channels; s, t one value or"
+          " one per channel)",
+          ("x", "s", "t"),
+          lambda a, v, p: a("Add", a("Mul", v["x"], v["s"]), v["t"]),
+          lambda a, v, p: _depthwise(a, v, p, shift=True),
+          AFFINE_CONFIGS, condition=_affine_fits, derive=affine_channels, exactness=Exactness.REASSOCIATES),
+    Axiom("scale_as_depthwise_conv",
+          "x * s = conv(x, ones(C, 1, 1, 1) * s; group C)  (x has C channels; s one value or one per channel)",
+          ("x", "s"),
+          lambda a, v, p: a("Mul", v["x"], v["s"]),
+          lambda a, v, p: _depthwise(a, v, p, shift=False),
+          tuple(cfg({k: sh for k, sh in c.shapes.items() if k != "t"}) for c in AFFINE_CONFIGS),
+          condition=_affine_fits, derive=affine_channels, exactness=Exactness.REASSOCIATES),
 )

@@ -52,7 +52,10 @@ VALUE_DEPENDENT = frozenset({"relu_scale_positive", "relu_affine_as_clip", "conv
 # conv_bias_add; as a guarded axiom of five tensor inputs its instances over a pool of
 # shapes would grow as the pool's fifth power. conv_bias_bn_identity_merge (seven inputs)
 # composes conv_identity_kernel, the batch norm's own axioms and the same linearity.
-FAMILY_ONLY = frozenset({"conv_bias_merge_parallel", "conv_bias_bn_identity_merge"})
+# affine_as_depthwise_conv and scale_as_depthwise_conv compose conv_identity_kernel (group C)
+# with the per-channel folds.
+FAMILY_ONLY = frozenset({"conv_bias_merge_parallel", "conv_bias_bn_identity_merge", "affine_as_depthwise_conv",
+                         "scale_as_depthwise_conv"})
 
 
 def shape_literal(shape: tuple[int, ...]) -> z3.ExprRef:

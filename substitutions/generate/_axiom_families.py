@@ -32,6 +32,10 @@ from taso.substitutions.generate._affine_clip_families import (
     conv_bn_rules,
     conv_rules,
 )
+from taso.substitutions.generate._depthwise_families import (
+    depthwise_affine_rules,
+    depthwise_scale_rules,
+)
 from taso.substitutions.generate._gating_families import channel_gate_rules, reduce_mean_rules
 from taso.substitutions.generate._reparam_families import identity_merge_rules, merge_parallel_rules
 from taso.substitutions.generate._softmax_families import softmax_transpose_rules
@@ -220,5 +224,7 @@ FAMILIES = {
     "softmax_transpose": softmax_transpose_rules,
     "conv_bias_merge_parallel": merge_parallel_rules,
     "conv_bias_bn_identity_merge": identity_merge_rules,
+    "affine_as_depthwise_conv": depthwise_affine_rules,
+    "scale_as_depthwise_conv": depthwise_scale_rules,
 }
 """Axiom name -> the builder of its rules (instead of reading rules off its configs)."""

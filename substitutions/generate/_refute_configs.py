@@ -253,7 +253,9 @@ def _helpers(rule: Rule, config: Config) -> dict[str, Callable[[str], object]]:
     shapes = config.shapes
     return {"shape": lambda n: tuple(shapes[n]), "rank": lambda n: len(shapes[n]),
             "is_const": lambda n: True,  # any input may be fed by a constant
-            "value": lambda n: config.values.get(n)}
+            "value": lambda n: config.values.get(n),
+            "after_linear": lambda n: False,  # a pattern input has no producer
+            "feeds_unpadded_conv": lambda n: False}
 
 
 def _bind_source(rule: Rule, shapes: Mapping[str, Shape], pinned: Mapping[str, object],

@@ -236,7 +236,8 @@ def _admissible(rule: Rule, config: Mapping, checks: tuple[str, ...]) -> bool:
     bindings = {k: _untuple(v) for k, v in config.get("bindings", {}).items()}
     values = config.get("values", {})
     env = {**bindings, "shape": shapes.__getitem__, "rank": lambda n: len(shapes[n]),
-           "is_const": lambda n: True, "value": values.get}
+           "is_const": lambda n: True, "value": values.get, "after_linear": lambda n: False,
+           "feeds_unpadded_conv": lambda n: False}
     try:
         if not all(evaluate_expression(c, env) for c in checks):
             return False
