@@ -8,7 +8,12 @@ literals, `ParamVar`s (a variable bound by matching: rules are parametric) or
 expressions over bound parameters and tensor shapes, in a small safe language:
 
     names       parameter variables;  shape(x), rank(x), is_const(x) for tensor variables,
-                value(c): the value of a constant scalar (or all-equal constant) tensor, else None
+                value(c): the value of a constant scalar (or all-equal constant) tensor, else None;
+                after_linear(x): x comes from a Conv/ConvTranspose/Gemm/MatMul/BatchNormalization,
+                directly or through Add/Sub/Mul/Div by constants (ORT folds a constant after it);
+                feeds_unpadded_conv(n): pattern node n's output is read only as the data input
+                of convs without padding (match filters: they decide where a rule pays, not
+                whether it holds, and are False for pattern inputs while proving)
     operators   + - * // % == != < <= > >= and or not, indexing, tuples, len, all, any,
                 min, max, abs
 
@@ -150,7 +155,8 @@ class Rule:
 # ----- validation ------------------------------------------------------------------------
 
 _BUILTINS = {"len": len, "all": all, "any": any, "min": min, "max": max, "abs": abs, "tuple": tuple, "range": range}
-_FUNCTIONS = frozenset({"shape", "rank", "is_const", "value", "after_linear", "feeds_unpadded_conv", *_BUILTINS})  # the helpers come from the caller's env
+_FUNCTIONS = frozenset({"shape", "rank", "is_const", "value", "after_linear", "feeds_unpadded_conv",
+                        *_BUILTINS})  # the helpers come from the caller's env
 _ALLOWED_NODES = (
     ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Name, ast.Load,
     ast.Constant, ast.Tuple, ast.List, ast.Subscript, ast.Slice, ast.IfExp, ast.GeneratorExp,
