@@ -155,7 +155,10 @@ class Rule:
 # ----- validation ------------------------------------------------------------------------
 
 _BUILTINS = {"len": len, "all": all, "any": any, "min": min, "max": max, "abs": abs, "tuple": tuple, "range": range}
-_FUNCTIONS = frozenset({"shape", "rank", "is_const", "value", "after_linear", "feeds_unpadded_conv",
+MATCH_FILTERS_WHILE_PROVING = {"after_linear": lambda name: False, "feeds_unpadded_conv": lambda name: False}
+"""The match filters as the witness checker and the refuter see them: a pattern input has no
+producer and no consumers, and neither decides whether a rule holds."""
+_FUNCTIONS = frozenset({"shape", "rank", "is_const", "value", *MATCH_FILTERS_WHILE_PROVING,
                         *_BUILTINS})  # the helpers come from the caller's env
 _ALLOWED_NODES = (
     ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Name, ast.Load,

@@ -19,9 +19,9 @@ from taso._onnx_import import import_model
 from taso.backends.compare import run_reference
 from taso.backends.cost_cache import CostCache
 from taso.ir import Graph
-from taso.pipeline._choose import RECHECK_GAIN, fresh_sweep_gain
+from taso.pipeline._choose import RECHECK_GAIN, _predicted_gain, fresh_sweep_gain, kept_sweep_gain
 from taso.pipeline._choose import sweep_record as _sweep_record
-from taso.pipeline._decide import Duel, MeasuredJudge, Verdict
+from taso.pipeline._decide import MIN_SPEEDUP, Duel, MeasuredJudge, Verdict
 from taso.pipeline._rewriting import SearchOutcome, default_rules
 from taso.report import SiteNode, StopReason, SweepRecord, SweepSite
 from taso.search.sweep import Judgement, Skipped, SweepStep, sweep
@@ -199,9 +199,6 @@ def test_only_kept_sweeps_measured_now_contradict_the_cache() -> None:
 def test_a_kept_sweeps_measured_gain_outweighs_a_lower_screen_price() -> None:
     """BERT (TorchScript): the screen priced the whole result at 1.009x while its one kept
     sweep measured 1.089x; under the decision's 1.01x the original came back unmeasured."""
-    from taso.pipeline._choose import _predicted_gain, kept_sweep_gain
-    from taso.pipeline._decide import MIN_SPEEDUP
-
     kept = (SweepStep("ax-add_assoc", 9, 0.0, 1.089, True, cached=True),
             SweepStep("b", 2, 0.0, 1.3, False), SweepStep("c", 1, 0.0, 1.4, True, skipped=Skipped.PREDICTED_NOT_FASTER))
     outcome = SearchOutcome(import_model(models.conv_net()), {"ax-add_assoc": 9}, StopReason.TIME_BUDGET, sweeps=kept,

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from taso.opspecs import ParamKind, ShapeError, spec_by_name
 from taso.substitutions.generate._witness import infer_pattern_shapes
 from taso.substitutions.rule import (
+    MATCH_FILTERS_WHILE_PROVING,
     ParamExpr,
     ParamVar,
     Rule,
@@ -253,9 +254,7 @@ def _helpers(rule: Rule, config: Config) -> dict[str, Callable[[str], object]]:
     shapes = config.shapes
     return {"shape": lambda n: tuple(shapes[n]), "rank": lambda n: len(shapes[n]),
             "is_const": lambda n: True,  # any input may be fed by a constant
-            "value": lambda n: config.values.get(n),
-            "after_linear": lambda n: False,  # a pattern input has no producer
-            "feeds_unpadded_conv": lambda n: False}
+            "value": lambda n: config.values.get(n), **MATCH_FILTERS_WHILE_PROVING}
 
 
 def _bind_source(rule: Rule, shapes: Mapping[str, Shape], pinned: Mapping[str, object],

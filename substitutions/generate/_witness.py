@@ -29,6 +29,7 @@ from taso.opspecs import Exactness, ShapeError, spec_by_name
 from taso.opspecs.axioms.draws import pattern as dims_pattern
 from taso.opspecs.axioms.draws import seed_of, shape_draws
 from taso.substitutions.rule import (
+    MATCH_FILTERS_WHILE_PROVING,
     ParamExpr,
     ParamVar,
     Pattern,
@@ -236,8 +237,7 @@ def _admissible(rule: Rule, config: Mapping, checks: tuple[str, ...]) -> bool:
     bindings = {k: _untuple(v) for k, v in config.get("bindings", {}).items()}
     values = config.get("values", {})
     env = {**bindings, "shape": shapes.__getitem__, "rank": lambda n: len(shapes[n]),
-           "is_const": lambda n: True, "value": values.get, "after_linear": lambda n: False,
-           "feeds_unpadded_conv": lambda n: False}
+           "is_const": lambda n: True, "value": values.get, **MATCH_FILTERS_WHILE_PROVING}
     try:
         if not all(evaluate_expression(c, env) for c in checks):
             return False
