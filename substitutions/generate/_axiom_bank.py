@@ -54,8 +54,11 @@ VALUE_DEPENDENT = frozenset({"relu_scale_positive", "relu_affine_as_clip", "conv
 # composes conv_identity_kernel, the batch norm's own axioms and the same linearity.
 # affine_as_depthwise_conv and scale_as_depthwise_conv compose conv_identity_kernel (group C)
 # with the per-channel folds.
+# The transpose-through-constant axioms are transpose_add's broadcast kin, rules of their own.
 FAMILY_ONLY = frozenset({"conv_bias_merge_parallel", "conv_bias_bn_identity_merge", "affine_as_depthwise_conv",
-                         "scale_as_depthwise_conv"})
+                         "scale_as_depthwise_conv", "transpose_add_const", "transpose_mul_const",
+                         "transpose_add_const_scalar", "transpose_mul_const_scalar",
+                         *(f"transpose_{a}_{b}_const" for a in ("add", "mul") for b in ("add", "mul"))})
 
 
 def shape_literal(shape: tuple[int, ...]) -> z3.ExprRef:

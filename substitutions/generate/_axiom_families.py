@@ -39,6 +39,10 @@ from taso.substitutions.generate._depthwise_families import (
 from taso.substitutions.generate._gating_families import channel_gate_rules, reduce_mean_rules
 from taso.substitutions.generate._reparam_families import identity_merge_rules, merge_parallel_rules
 from taso.substitutions.generate._softmax_families import softmax_transpose_rules
+from taso.substitutions.generate._transpose_families import (
+    transpose_const_rules,
+    transpose_two_const_rules,
+)
 from taso.substitutions.generate._witness import guarded
 from taso.substitutions.rule import (
     ParamExpr,
@@ -226,5 +230,11 @@ FAMILIES = {
     "conv_bias_bn_identity_merge": identity_merge_rules,
     "affine_as_depthwise_conv": depthwise_affine_rules,
     "scale_as_depthwise_conv": depthwise_scale_rules,
+    **{f"transpose_{op.lower()}_const{'_scalar' if scalar else ''}":
+       (lambda op=op, scalar=scalar: transpose_const_rules(op, scalar=scalar))
+       for op in ("Add", "Mul") for scalar in (False, True)},
+    **{f"transpose_{first.lower()}_{second.lower()}_const":
+       (lambda first=first, second=second: transpose_two_const_rules(first, second))
+       for first in ("Add", "Mul") for second in ("Add", "Mul")},
 }
 """Axiom name -> the builder of its rules (instead of reading rules off its configs)."""
