@@ -354,8 +354,9 @@ class MeasuredJudge:
             return None
         return cls(reference.inputs, timing.run_ms, device or cpu(), data_folder)
 
-    def __call__(self, current: Graph, candidate: Graph, deadline: float = math.inf) -> Judgement:
-        signature = _pair_signature(current, candidate, self.inputs, "judge-sequential/")
+    def __call__(self, current: Graph, candidate: Graph, deadline: float = math.inf, *, look: int = 0) -> Judgement:
+        kind = "judge-sequential/" if look == 0 else f"judge-sequential/look-{look}/"  # a tie-break: its own verdict
+        signature = _pair_signature(current, candidate, self.inputs, kind)
         cache, keys = CostCache(), _verdict_keys(signature, _JUDGEMENT_FIELDS, self.device)
         faster, speedup = cache.get(keys["faster"]), cache.get(keys["speedup"])
         if faster is not None and speedup is not None:

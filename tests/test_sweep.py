@@ -79,14 +79,44 @@ def test_a_sweep_the_prior_calls_faster_must_measure_faster_both_ways_too() -> N
     export: a sweep ORT fuses back into the same kernels measured "1.19x" twice)."""
     calls: list[list[str]] = []
 
-    def fooled_once(current: Graph, candidate: Graph, deadline: float) -> Judgement:
+    def fooled_once(current: Graph, candidate: Graph, deadline: float, *, look: int = 0) -> Judgement:
+        """Forward: a lucky 1.19x; the other way round, twice: equal, then the current graph ahead."""
         calls.append(ops_of(candidate))
         return Judgement(1.19, True) if len(calls) % 2 else Judgement(1.0, False)
 
     result = sweep(chain("A", "C", "A"), listing(swap("A", "B")), fooled_once, prior=WEIGHTS, time_budget_s=10)
     assert WEIGHTS.cost(chain("B", "C", "B")) < WEIGHTS.cost(chain("A", "C", "A"))  # the prior likes it
-    assert ops_of(result.graph) == ["A", "C", "A"] and calls == [["B", "C", "B"], ["A", "C", "A"]]
+    assert ops_of(result.graph) == ["A", "C", "A"] and calls == [["B", "C", "B"], ["A", "C", "A"], ["A", "C", "A"]]
     assert not result.steps[0].accepted
+
+
+def test_a_clear_gain_whose_reverse_look_was_noise_is_looked_at_once_more() -> None:
+    """PP-OCRv4 det's depthwise-affine sweep: 1.08x from both looks together, but the
+    reverse look alone saw no gain (a noise burst); a fresh reverse look decides."""
+    looks: list[int] = []
+
+    def noisy_reverse(current: Graph, candidate: Graph, deadline: float, *, look: int = 0) -> Judgement:
+        looks.append(look)
+        if ops_of(candidate) == ["B", "C", "B"]:
+            return Judgement(1.17, True)
+        return Judgement(0.92, False) if look else Judgement(1.005, False)
+
+    result = sweep(chain("A", "C", "A"), listing(swap("A", "B")), noisy_reverse, prior=WEIGHTS, time_budget_s=10)
+    assert ops_of(result.graph) == ["B", "C", "B"] and looks == [0, 0, 1]
+    assert result.steps[0].accepted
+    assert result.steps[0].speedup == pytest.approx(math.sqrt(1.17 / math.sqrt(1.005 * 0.92)))
+
+
+def test_a_small_disagreement_is_not_looked_at_again() -> None:
+    """Forward 1.04x, reverse equal: 1.02x together, under the tie-break's bar."""
+    looks: list[int] = []
+
+    def small(current: Graph, candidate: Graph, deadline: float, *, look: int = 0) -> Judgement:
+        looks.append(look)
+        return Judgement(1.04, True) if ops_of(candidate) == ["B", "C", "B"] else Judgement(1.0, False)
+
+    result = sweep(chain("A", "C", "A"), listing(swap("A", "B")), small, prior=WEIGHTS, time_budget_s=10)
+    assert ops_of(result.graph) == ["A", "C", "A"] and looks == [0, 0]
 
 def test_nothing_faster_returns_the_input_and_judges_each_rule_once() -> None:
     judge = FakeJudge(lambda graph: 1.0)
@@ -194,6 +224,18 @@ def test_a_candidate_ort_refuses_is_not_faster(monkeypatch, tmp_path) -> None:
     graph = _conv_graph()
     broken = _relu_as(graph, "NoSuchOp")
     assert _judge(graph)(graph, broken, math.inf) == Judgement(0.0, False)
+
+
+@pytest.mark.ort
+def test_a_tie_break_look_is_measured_afresh_not_read_from_the_cache(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
+    graph = _conv_graph()
+    other = _relu_as(graph, "Abs")
+    judge = _judge(graph)
+    assert judge(graph, other, math.inf).cached is False
+    assert judge(graph, other, math.inf).cached is True
+    assert judge(graph, other, math.inf, look=1).cached is False
+    assert judge(graph, other, math.inf, look=1).cached is True  # re-runs stay deterministic
 
 
 @pytest.mark.ort
