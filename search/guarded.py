@@ -82,7 +82,7 @@ def guarded_judge(judge: Judge, *, on_failure: Report) -> Judge:
 
     def judged(current: Graph, candidate: Graph, deadline: float, *, look: int = 0) -> Judgement:
         try:
-            return judge(current, candidate, deadline, look=look) if look else judge(current, candidate, deadline)
+            return judge(current, candidate, deadline, look=look)
         except Exception as error:  # noqa: BLE001
             message = f"the measured judge failed on a sweep, which was not kept ({describe(error)})"
             if message not in seen:
