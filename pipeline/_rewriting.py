@@ -19,6 +19,7 @@ from pathlib import Path
 from taso.errors import UsageError
 from taso.ir import Graph
 from taso.opspecs import spec_by_name
+from taso.pipeline._pad_channels import PAD_CHANNELS, padded_rewrites
 from taso.pipeline.budget import Budget
 from taso.report import StopReason, Unwritten
 from taso.search import CostModel, Rewrite, SearchProgress, search
@@ -148,6 +149,18 @@ def make_expand(
     return expand
 
 
+def _with_padding(expand: Callable[[Graph, frozenset[int] | None], Iterator[Rewrite]],
+                  ) -> Callable[[Graph, frozenset[int] | None], Iterator[Rewrite]]:
+    """`expand` and, for the sweeps alone, the channel padding (`_pad_channels`): a
+    whole-graph rewrite whose gain shows only when measured whole."""
+
+    def with_padding(graph: Graph, near: frozenset[int] | None) -> Iterator[Rewrite]:
+        yield from expand(graph, near)
+        yield from padded_rewrites(graph, near)
+
+    return with_padding
+
+
 @dataclass(frozen=True)
 class Sweeping:
     """What the sweep phase needs: a whole-model judge and a cheap prior to order sweeps."""
@@ -196,8 +209,10 @@ def run_search(
         by_id = {rule.id: rule for rule in rules}
         share = budget.sweeps()
         phase = sweep(
-            graph, expand, sweeping.judge, prior=sweeping.prior, time_budget_s=share.seconds,
-            expand_rule=lambda rule_id: make_expand([by_id[rule_id]], unwritten=log), on_step=sweeping.on_step,
+            graph, _with_padding(expand), sweeping.judge, prior=sweeping.prior, time_budget_s=share.seconds,
+            expand_rule=lambda rule_id: (padded_rewrites if rule_id == PAD_CHANNELS
+                                         else make_expand([by_id[rule_id]], unwritten=log)),
+            on_step=sweeping.on_step,
             screen=sweeping.screen, min_predicted=sweeping.min_predicted,
         )
         start, swept, steps = phase.graph, phase.applied, phase.steps

@@ -60,7 +60,20 @@ def _build_graph(out: onnx.GraphProto, graph: Graph, template: onnx.GraphProto) 
         out.node.append(node.proto if node.proto is not None else node_to_proto(node))
     out.initializer.extend(_initializers_to_keep(graph, template, used_now, used_before))
     defined = set(graph.producers) | set(graph.initializers) | set(graph.inputs)
-    out.value_info.extend(v for v in template.value_info if v.name in defined)
+    out.value_info.extend(v for v in template.value_info if v.name in defined and not _retyped(v, graph))
+
+
+def _retyped(info: onnx.ValueInfoProto, graph: Graph) -> bool:
+    """Whether a rewrite gave the value another static shape than its declaration (a value
+    kept by name whose channels were widened, `taso.pipeline._pad_channels`)."""
+    known = graph.types.get(info.name)
+    if known is None or known.shape is None or not info.type.HasField("tensor_type"):
+        return False
+    declared = info.type.tensor_type.shape
+    if not info.type.tensor_type.HasField("shape") or len(declared.dim) != len(known.shape):
+        return False
+    return any(d.HasField("dim_value") and isinstance(k, int) and d.dim_value != k
+               for d, k in zip(declared.dim, known.shape, strict=True))
 
 
 def _initializers_to_keep(
