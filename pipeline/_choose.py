@@ -167,7 +167,7 @@ def sweep_record(step: SweepStep) -> SweepRecord:
         return SweepRecord(step.rule_id, step.rewrites, None, False, True, step.predicted_speedup, step.skipped.value,
                            site=step.site, joint=_joint(step))
     return SweepRecord(step.rule_id, step.rewrites, step.speedup, step.accepted, step.complete, step.predicted_speedup,
-                       cached=step.cached, site=step.site, joint=_joint(step))
+                       cached=step.cached, site=step.site, joint=_joint(step), tie_break=step.tie_break)
 
 
 def _joint(step: SweepStep) -> tuple[JointRule, ...]:

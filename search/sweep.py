@@ -61,6 +61,8 @@ class Judgement:
     """False when the deadline cut the judgement short (it then says: not faster)."""
     cached: bool = False
     """True when the verdict was read from a cache rather than measured now."""
+    tie_break: bool = False
+    """True when the forward and reverse looks disagreed and a third look decided (`_confirmed`)."""
 
 
 class Judge(Protocol):
@@ -101,6 +103,8 @@ class SweepStep:
     """One of the sweep's matches: the nodes it replaced and those it wrote (for pictures)."""
     joint: tuple[tuple[str, int], ...] = ()
     """A joint sweep's further rules, swept on top of `rule_id`'s, with their match counts."""
+    tie_break: bool = False
+    """The forward and reverse looks disagreed and a third look decided the verdict."""
 
 
 @dataclass(frozen=True)
@@ -213,7 +217,8 @@ class _Run:
             if not candidate.joint:
                 judged.add(candidate.rule_id)
             self.judge_s = max(self.judge_s, time.perf_counter() - asked)
-            self._record(candidate, verdict.speedup, predicted, verdict.faster, cached=verdict.cached)
+            self._record(candidate, verdict.speedup, predicted, verdict.faster, cached=verdict.cached,
+                         tie_break=verdict.tie_break)
             if verdict.faster and verdict.speedup > best:
                 if accepted is not None:
                     judged.discard(accepted.rule_id)  # outdone this round; may be tried again
@@ -260,10 +265,11 @@ class _Run:
         return predicted, skip
 
     def _record(self, candidate: Candidate, speedup: float, predicted: float, accepted: bool, *,
-                complete: bool = True, cached: bool = False, skipped: Skipped | None = None) -> None:
+                complete: bool = True, cached: bool = False, skipped: Skipped | None = None,
+                tie_break: bool = False) -> None:
         self.steps.append(SweepStep(candidate.rule_id, candidate.rewrites, candidate.predicted_delta, speedup,
                                     accepted, complete=complete, predicted_speedup=predicted, skipped=skipped,
-                                    cached=cached, site=candidate.site, joint=candidate.joint))
+                                    cached=cached, site=candidate.site, joint=candidate.joint, tie_break=tie_break))
         if self.on_step is not None:
             self.on_step(self.steps[-1])
 
@@ -301,7 +307,8 @@ def _confirmed(judge: Judge, current: Graph, candidate: Graph, verdict: Judgemen
         if tie.complete:
             reverse.append(tie)
     faster = _reverse_says_faster(reverse[-1])
-    return Judgement(_combined(verdict, reverse), faster, cached=verdict.cached and all(r.cached for r in reverse))
+    return Judgement(_combined(verdict, reverse), faster, cached=verdict.cached and all(r.cached for r in reverse),
+                     tie_break=len(reverse) > 1)
 
 
 TIE_BREAK_SPEEDUP = 1.05

@@ -128,6 +128,8 @@ class SweepRecord:
     joint: tuple[JointRule, ...] = ()
     """For a joint sweep (rules that pay only together), the rules swept on top of
     `rule_id`'s sweep and judged with it as one candidate."""
+    tie_break: bool = False
+    """The judge's forward and reverse looks disagreed and a third look decided the verdict."""
 
     def rules(self) -> str:
         """The rule and its match count (and a joint sweep's further rules, with theirs)."""
@@ -142,7 +144,7 @@ class SweepRecord:
         if self.not_judged is not None or self.measured_speedup is None:
             return f"not judged: {self.not_judged}"
         verdict = ("kept" if self.resolved else "ahead when time ran out, kept for the decision") if self.kept else "not kept"
-        return verdict + (" (from the cost cache)" if self.cached else "")
+        return verdict + (" (a third look decided)" if self.tie_break else "") + (" (from the cost cache)" if self.cached else "")
 
     def describe(self) -> str:
         """One line: the rule, its matches, and the verdict (or why it was not judged)."""

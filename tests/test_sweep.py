@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from taso.ir import Graph
+from taso.pipeline._choose import sweep_record
 from taso.report import StopReason
 from taso.search.sweep import Judgement, apply_all, sweep
 from tests.helpers.search_toys import Expander, OpWeights, chain, drop_identity, ops_of, swap
@@ -103,8 +104,9 @@ def test_a_clear_gain_whose_reverse_look_was_noise_is_looked_at_once_more() -> N
 
     result = sweep(chain("A", "C", "A"), listing(swap("A", "B")), noisy_reverse, prior=WEIGHTS, time_budget_s=10)
     assert ops_of(result.graph) == ["B", "C", "B"] and looks == [0, 0, 1]
-    assert result.steps[0].accepted
+    assert result.steps[0].accepted and result.steps[0].tie_break
     assert result.steps[0].speedup == pytest.approx(math.sqrt(1.17 / math.sqrt(1.005 * 0.92)))
+    assert sweep_record(result.steps[0]).verdict() == "kept (a third look decided)"  # the report says so
 
 
 def test_a_small_disagreement_is_not_looked_at_again() -> None:
@@ -116,7 +118,7 @@ def test_a_small_disagreement_is_not_looked_at_again() -> None:
         return Judgement(1.04, True) if ops_of(candidate) == ["B", "C", "B"] else Judgement(1.0, False)
 
     result = sweep(chain("A", "C", "A"), listing(swap("A", "B")), small, prior=WEIGHTS, time_budget_s=10)
-    assert ops_of(result.graph) == ["A", "C", "A"] and looks == [0, 0]
+    assert ops_of(result.graph) == ["A", "C", "A"] and looks == [0, 0] and not result.steps[0].tie_break
 
 def test_nothing_faster_returns_the_input_and_judges_each_rule_once() -> None:
     judge = FakeJudge(lambda graph: 1.0)
