@@ -97,12 +97,14 @@ class _Classes:
         self.parent: dict[str, str] = {}
         self.fixed: set[str] = set()
         self.produced: set[str] = set()  # values some group-1 conv writes
+        self.kinds: dict[int, _Kind] = {}  # how each node treats channels, by node id
 
     @classmethod
     def of(cls, graph: Graph) -> _Classes:
         found = cls(graph)
-        for node in graph.nodes.values():
-            found._visit(node)
+        for node_id, node in graph.nodes.items():
+            found.kinds[node_id] = _kind(graph, node, found.channels)
+            found._visit(node, found.kinds[node_id])
         found.fixed.update(graph.inputs, graph.outputs)
         for node in graph.nodes.values():
             found.fixed.update(node.captures)
@@ -127,8 +129,7 @@ class _Classes:
             return
         self.parent[self.root(a)] = self.root(b)
 
-    def _visit(self, node: Node) -> None:
-        kind = _kind(self.graph, node, self.channels)
+    def _visit(self, node: Node, kind: _Kind) -> None:
         if kind is _Kind.CARRIED:
             self.join(node.inputs[0], node.outputs[0])
         elif kind is _Kind.BINARY:
@@ -267,7 +268,7 @@ class _Widener:
     def widened(self) -> Padding:
         remove, add = [], []
         for node_id, node in self.graph.nodes.items():
-            replaced = self._node(node)
+            replaced = self._node(node, self.classes.kinds[node_id])
             if replaced is not None:
                 remove.append(node_id)
                 add.append(replaced)
@@ -280,8 +281,7 @@ class _Widener:
         assert tensor.shape is not None
         return TensorType(tensor.elem_type, (tensor.shape[0], self.width(name), *tensor.shape[2:]))
 
-    def _node(self, node: Node) -> Node | None:
-        kind = _kind(self.graph, node, self.classes.channels)
+    def _node(self, node: Node, kind: _Kind) -> Node | None:
         out = self.width(node.outputs[0]) if node.outputs else None
         if kind is _Kind.CONV:
             return self._conv(node, out, self.width(node.inputs[0]))

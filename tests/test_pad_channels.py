@@ -10,7 +10,8 @@ import pytest
 from onnx import helper as h
 
 from taso._onnx_import import import_model
-from taso.opspecs.axioms.channel_pad import LEMMAS, concat_channels, conv_params
+from taso.opspecs.axioms.channel_pad import LEMMAS, concat_channels
+from taso.opspecs.axioms.conv import conv
 from taso.opspecs.axioms.validate import validate_axiom
 from taso.pipeline._export import export
 from taso.pipeline._pad_channels import BLOCK, CARRIED, PAD_CHANNELS, pad_channels, padded_rewrites
@@ -34,12 +35,12 @@ def test_every_op_the_padding_widens_through_has_its_lemmas() -> None:
 def test_wrong_lemmas_are_refuted() -> None:
     columns = _BY_NAME["conv_zero_columns"]
     nonzero = dataclasses.replace(columns, lhs=lambda a, v, p: a(
-        "Conv", concat_channels(a, v["x"], v["p"]), concat_channels(a, v["w"], a("ConstFill", shape=p["zeros"], value=1e-3)), v["b"], **conv_params(p)))
+        "Conv", concat_channels(a, v["x"], v["p"]), concat_channels(a, v["w"], a("ConstFill", shape=p["zeros"], value=1e-3)), v["b"], **conv(p)))
     assert not validate_axiom(nonzero, draws=0).ok
     depthwise = _BY_NAME["depthwise_conv_concat"]
     swapped = dataclasses.replace(depthwise, rhs=lambda a, v, p: concat_channels(
-        a, a("Conv", v["p"], v["v"], v["d"], **conv_params(p, group=p["extra"])),
-        a("Conv", v["x"], v["w"], v["b"], **conv_params(p, group=p["real"]))))
+        a, a("Conv", v["p"], v["v"], v["d"], **conv(p, group=p["extra"])),
+        a("Conv", v["x"], v["w"], v["b"], **conv(p, group=p["real"]))))
     assert not validate_axiom(swapped, draws=0).ok
 
 

@@ -21,6 +21,7 @@ conv's value; values outside widened classes are the original's.
 from __future__ import annotations
 
 from taso.opspecs.axioms._core import Axiom, cfg
+from taso.opspecs.axioms.conv import conv
 
 _X = {"x": (1, 2, 3, 3), "p": (1, 1, 3, 3)}
 _X2 = {"x": (1, 3, 4, 4), "p": (1, 2, 4, 4)}
@@ -82,15 +83,6 @@ _DEPTHWISE = (cfg({"x": (1, 2, 3, 3), "p": (1, 1, 3, 3), "w": (2, 1, 3, 3), "b":
               cfg({"x": (1, 3, 4, 4), "p": (1, 2, 4, 4), "w": (3, 1, 1, 1), "b": (3,), "v": (2, 1, 1, 1), "d": (2,)}),
               cfg({"x": (2, 1, 5, 5), "p": (2, 2, 5, 5), "w": (1, 1, 3, 3), "b": (1,), "v": (2, 1, 3, 3), "d": (2,)},
                   strides=(2, 2)))
-_CONV_KEYS = ("pads", "strides")
-
-
-def conv_params(p, **override: object) -> dict[str, object]:  # noqa: ANN001
-    out = {k: p[k] for k in _CONV_KEYS if k in p}
-    out.update(override)
-    return out
-
-
 def _columns_shape(s, p) -> dict[str, object]:  # noqa: ANN001
     return {"zeros": (s["w"][0], s["p"][1], *s["w"][2:])}
 
@@ -115,23 +107,23 @@ LEMMAS = (
     Axiom("conv_rows_concat", "conv(x, concat(w, v, 0), concat(b, d, 0)) = concat(conv(x, w, b), conv(x, v, d), 1)",
           ("x", "w", "b", "v", "d"),
           lambda a, v, p: a("Conv", v["x"], a("Concat", v["w"], v["v"], axis=0), a("Concat", v["b"], v["d"], axis=0),
-                            **conv_params(p)),
-          lambda a, v, p: concat_channels(a, a("Conv", v["x"], v["w"], v["b"], **conv_params(p)), a("Conv", v["x"], v["v"], v["d"], **conv_params(p))),
+                            **conv(p)),
+          lambda a, v, p: concat_channels(a, a("Conv", v["x"], v["w"], v["b"], **conv(p)), a("Conv", v["x"], v["v"], v["d"], **conv(p))),
           _CONV_ROWS),
     Axiom("depthwise_conv_concat",
           "dwconv(concat(x, p, 1), concat(w, v, 0), concat(b, d, 0)) = concat(dwconv(x, w, b), dwconv(p, v, d), 1)",
           ("x", "p", "w", "b", "v", "d"),
           lambda a, v, p: a("Conv", concat_channels(a, v["x"], v["p"]), a("Concat", v["w"], v["v"], axis=0),
-                            a("Concat", v["b"], v["d"], axis=0), **conv_params(p, group=p["all"])),
-          lambda a, v, p: concat_channels(a, a("Conv", v["x"], v["w"], v["b"], **conv_params(p, group=p["real"])),
-                               a("Conv", v["p"], v["v"], v["d"], **conv_params(p, group=p["extra"]))),
+                            a("Concat", v["b"], v["d"], axis=0), **conv(p, group=p["all"])),
+          lambda a, v, p: concat_channels(a, a("Conv", v["x"], v["w"], v["b"], **conv(p, group=p["real"])),
+                               a("Conv", v["p"], v["v"], v["d"], **conv(p, group=p["extra"]))),
           _DEPTHWISE,
           derive=lambda s, p: {"real": s["x"][1], "extra": s["p"][1], "all": s["x"][1] + s["p"][1]}),
     Axiom("conv_zero_columns", "conv(concat(x, p, 1), concat(w, 0, 1), b) = conv(x, w, b)",
           ("x", "p", "w", "b"),
           lambda a, v, p: a("Conv", concat_channels(a, v["x"], v["p"]),
-                            concat_channels(a, v["w"], a("ConstFill", shape=p["zeros"], value=0.0)), v["b"], **conv_params(p)),
-          lambda a, v, p: a("Conv", v["x"], v["w"], v["b"], **conv_params(p)),
+                            concat_channels(a, v["w"], a("ConstFill", shape=p["zeros"], value=0.0)), v["b"], **conv(p)),
+          lambda a, v, p: a("Conv", v["x"], v["w"], v["b"], **conv(p)),
           _CONV_COLUMNS, derive=_columns_shape),
 )
 """Every lemma the channel padding rests on."""
