@@ -9,10 +9,10 @@ mislead both ways. `KernelCostModel.cost(graph)`:
 2. looks every kernel up by signature (op, attributes, shapes, weight positions) in the
    persistent `CostCache`;
 3. if some kernel was never seen, profiles the compiled graph once in context
-   (`_kernels.profile_kernels`) and caches every new kernel's median, scaled by how the
-   already-known kernels of the same run compare with their cached times (the machine's
-   speed drifts; the known kernels are the yardstick);
-4. returns the sum of the kernels' times (each corrected for the profiler, see `_learn`).
+   (`_kernels.profile_kernels`) and caches every new kernel's fastest run, scaled by how
+   the already-known kernels of the same run compare with their cached times (the
+   machine's speed drifts; the known kernels are the yardstick);
+4. returns the sum of the kernels' times.
 
 Two graphs that ORT compiles to the same kernels cost the same, whatever their node
 counts (a Mul that ORT folds into a Conv is free); a rewrite that breaks the NCHWc layout
@@ -56,11 +56,12 @@ from taso.errors import BackendError
 from taso.ir import Graph
 from taso.search import Rewrite
 
-BACKEND_NAME = "ort-cpu-kernel"
+BACKEND_NAME = "ort-cpu-kernel-fastest"
+"""The cache's name for these prices (a kernel's fastest profiled run; the medians corrected
+for the profiler that an earlier version cached under "ort-cpu-kernel" are not mixed in)."""
 DEFAULT_RUNS = ProfileRuns()
 WHOLE_GRAPH_BYTES = 48 << 20
 """Graphs with at most this much weight are compiled whole for every candidate."""
-_MIN_SHARE = 0.1  # a corrected kernel time keeps at least this share of its profiled time
 _YARDSTICK_SHARE = 0.3  # known kernels must make up this share of a profile to rescale it
 _MAX_DRIFT = 2.0
 
@@ -199,17 +200,16 @@ class KernelCostModel:
     def _learn(self, profile: KernelProfile, signatures: Mapping[str, str]) -> int:
         """Cache the kernels this profile saw first; return how many were new.
 
-        Each kernel's median is corrected so that the profiled graph's kernels sum to its
-        plain (unprofiled) run time: the profiler slows big kernels (+10 us each here) and
-        misses the executor's own time between small ones, and the difference is spread
-        evenly over the graph's kernels. Kernels already cached are the yardstick of the
-        machine's current speed: new ones are scaled by how the known ones compare.
+        Each kernel costs its fastest profiled run, whatever else the profile holds (a
+        price never depends on the rest of the graph it was measured in, so a candidate's
+        new kernels and the ones they replace, measured in different profiles, compare
+        fairly). Kernels already cached are the yardstick of the machine's current speed:
+        new ones are scaled by how the known ones compare.
         """
-        correction = (sum(profile.kernel_ms.values()) - profile.plain_ms) / max(len(profile.kernel_ms), 1)
         by_signature: dict[str, list[float]] = defaultdict(list)
         for name, ms in profile.kernel_ms.items():
             if signatures.get(name):
-                by_signature[signatures[name]].append(max(ms - correction, _MIN_SHARE * ms))
+                by_signature[signatures[name]].append(ms)
         measured = {sig: statistics.median(values) for sig, values in by_signature.items()}
         cached = {sig: self._lookup(sig) for sig in measured}
         fresh = [sig for sig, ms in cached.items() if ms is None]
