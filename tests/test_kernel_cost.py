@@ -126,6 +126,16 @@ def test_a_kernel_costs_its_fastest_run() -> None:
     assert fastest_runs(durations, timed=5) == {"conv": 1.0, "relu": 0.01}
 
 
+def test_profiles_span_their_target_time_within_a_bound_on_kernel_events() -> None:
+    """A fast graph is run often enough that its fastest runs span `target_ms` (one slow
+    stretch cannot cover them all); a graph of many kernels within the trace's bound."""
+    runs = ProfileRuns(target_ms=100.0, min_runs=5, max_runs=60, max_kernel_runs=3000)
+    assert runs.runs_for(0.8, kernels=100) == 30  # 3000 kernel runs / 100 kernels
+    assert runs.runs_for(4.0, kernels=50) == 25  # 100 ms / 4 ms
+    assert runs.runs_for(0.1, kernels=20) == 60  # at most max_runs
+    assert runs.runs_for(17.0, kernels=360) == 5  # at least min_runs
+
+
 def test_a_kernel_price_does_not_depend_on_the_rest_of_its_profile(tmp_path, monkeypatch) -> None:
     """A candidate's new kernels are measured in another profile than the kernels they
     replace. Whatever else that profile holds, each new kernel adds its own time, and a
