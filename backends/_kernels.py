@@ -164,7 +164,7 @@ class KernelProfile:
     correcting them to the graph's plain run time (the profiler's overhead, spread over the
     kernels) moved them 20x, since that one plain median was as noisy as the rest: PP-OCRv4
     rec's fold sweep (1.21x measured) was predicted 0.90x to 1.96x by fresh cost models; by
-    the fastest runs, 1.10x to 1.24x. The profiler's own overhead in the fastest runs is
+    the fastest runs, 1.10x to 1.29x. The profiler's own overhead in the fastest runs is
     about 1 us a kernel (the sum of the kernels' fastest runs is within a few percent of the
     graph's fastest plain run), so no correction is made.
     """
