@@ -9,7 +9,7 @@ signature of what its latency depends on: op, attributes, input and output shape
 which inputs are weights (shapes from `_kernel_shapes`; never the weights' values).
 
 `profile_kernels` runs a compiled graph under ORT's profiler (optimizations off: the
-graph is already ORT's) and returns each kernel's median time over the timed runs;
+graph is already ORT's) and returns each kernel's fastest of the timed runs;
 `profile_shapes` runs it once and returns the shapes ORT reports for each kernel's
 inputs and outputs (the oracle the inferred shapes are tested against).
 """
