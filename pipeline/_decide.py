@@ -153,6 +153,15 @@ def decide_seconds(timing: RunTiming) -> float:
     return 2 * timing.session_s + runs * timing.run_ms / 1000
 
 
+def longest_decide_seconds(timing: RunTiming) -> float:
+    """About the longest `Duel.verdict` takes on a model timed at `timing`: its sessions,
+    warm-up and probe pairs, and both rounds extended as far as `MAX_ROUND_SECONDS` lets them."""
+    round_s = 2 * pairs_for(timing.run_ms) * timing.run_ms / 1000
+    extended = max(round_s, min(MAX_ROUND_SECONDS, round_s * (1 + ROUND_EXTENSIONS)))
+    warmup_runs = 2 * (1 + DECIDE_WARMUP + PROBE_PAIRS)
+    return 2 * timing.session_s + warmup_runs * timing.run_ms / 1000 + ROUNDS * extended
+
+
 def balanced_sign_z(a_ms: Sequence[float], b_ms: Sequence[float]) -> float:
     """`sign_test_z` over order-balanced blocks of two pairs (see `order_balanced`)."""
     return sign_test_z(*order_balanced(a_ms, b_ms))

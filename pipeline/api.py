@@ -51,6 +51,7 @@ from taso.pipeline._decide import (
     Device,
     MeasuredJudge,
     decide_seconds,
+    longest_decide_seconds,
 )
 from taso.pipeline._export import export
 from taso.pipeline._html import report_html as render_html
@@ -184,7 +185,8 @@ def _optimize(
         candidate, outcome = _exported(outcome, original, note)
     result = check_and_choose(
         loaded, graph, original, candidate, outcome, reference, check=check, profile=profile, phases=phases, say=say, notes=notes,
-        measured_costs=target.spec.pricing is Pricing.KERNELS, deadline=budget.decision_deadline(), device=target.device,
+        measured_costs=target.spec.pricing is Pricing.KERNELS, deadline=_decision_deadline(budget, reference),
+        device=target.device,
     )
     record = call_record(model if isinstance(model, onnx.ModelProto) else loaded.path or loaded.model, given_rules,
                          threads=target.runner.threads, budget=budget)
@@ -208,7 +210,8 @@ def _canonicalize(graph: Graph, say: Callable[[str], None]) -> Canonical:
     return canonical
 
 
-_SEARCHED = (StopReason.TIME_BUDGET, StopReason.CONVERGED, StopReason.EXHAUSTED, StopReason.GRAPH_BUDGET)
+_SEARCHED = (StopReason.TIME_BUDGET, StopReason.CONVERGED, StopReason.EXHAUSTED, StopReason.STALLED,
+             StopReason.GRAPH_BUDGET)
 
 
 def _with_simplifications(outcome: SearchOutcome, canonical: Canonical,
@@ -257,6 +260,13 @@ def _scaled(budget: Budget, reference: ReferenceRun | None, nodes: int, say: Cal
         say(f"time budget: {scaled.seconds:.0f} s by default for {nodes} nodes at {timing.run_ms:.0f} ms a run "
             f"(--time-budget sets a limit)")
     return scaled
+
+
+def _decision_deadline(budget: Budget, reference: ReferenceRun | None) -> float:
+    """When the measured decision must end: with a default budget, room for a second one
+    as long as the model's longest decision (`longest_decide_seconds`)."""
+    timing = None if reference is None else reference.timing
+    return budget.decision_deadline(0.0 if timing is None else longest_decide_seconds(timing))
 
 
 def _search_budget(budget: Budget, reference: ReferenceRun | None, say: Callable[[str], None]) -> Budget:

@@ -18,6 +18,10 @@ rewrites were never judged); when only such graphs remain the search stops `CONV
 instead of expanding them until a budget runs out (`EXHAUSTED`: the queue ran empty).
 The result records when the best graph was found (`best_found_s`).
 
+With a `Patience`, the search also stops (`STALLED`) once that many graphs were explored
+since the best last improved by the patience's `gain`: a caller whose result must then be
+measured faster by some margin gains nothing from a search that keeps finding less.
+
 Budgets: wall-clock seconds (checked before every candidate, so it is overshot by at
 most one `expand` step or one `cost_after` call) and explored graphs (graphs taken from
 the queue and expanded). The result says why the search stopped and which rules were
@@ -121,6 +125,15 @@ class _TimeUp(Exception):
     pass
 
 
+@dataclass(frozen=True)
+class Patience:
+    """Stop once `graphs` graphs were explored without the best improving `gain`-fold
+    (cost divided by at least `gain`) since the last time it did (or since the input)."""
+
+    graphs: int
+    gain: float = 1.0
+
+
 @dataclass
 class _Run:
     """Mutable state of one search run."""
@@ -145,6 +158,12 @@ class _Run:
     best_at: float | None = None
     strict: bool = False
     step: int = DEFAULT_STEP
+    patience: Patience | None = None
+    mark: float = math.inf  # the best cost when it last improved by the patience's gain
+    since_mark: int = 0  # graphs explored since then
+
+    def stalled(self) -> bool:
+        return self.patience is not None and self.since_mark >= self.patience.graphs
 
     def check_time(self) -> None:
         if time.perf_counter() >= self.deadline:
@@ -156,6 +175,8 @@ class _Run:
 
     def _found(self, entry: Entry) -> None:
         self.best, self.best_at = entry, time.perf_counter()
+        if self.patience is not None and entry.cost * self.patience.gain <= self.mark:
+            self.mark, self.since_mark = entry.cost, 0
 
     def explore(self, entry: Entry) -> bool:
         """Price up to `step` of the entry's rewrites; re-queue it if more remain.
@@ -319,12 +340,14 @@ def search(
     max_queue: int = DEFAULT_MAX_QUEUE,
     expansion: Expansion = Expansion.INCREMENTAL,
     progress: Progress | None = None,
+    patience: Patience | None = None,
 ) -> SearchResult:
     """Search for the cheapest graph reachable from `graph` by `expand`'s rewrites.
 
     Deterministic for a given graph, `expand` and cost model, unless the time budget
     stops it. `max_graphs` bounds the graphs explored (expanded); `max_queue` the graphs
-    waiting (the most expensive are dropped first).
+    waiting (the most expensive are dropped first); `patience`, if given, stops a search
+    whose best stopped improving (`STALLED`).
     """
     _check_options(alpha, time_budget_s, max_graphs, max_queue)
     started = time.perf_counter()
@@ -333,7 +356,8 @@ def search(
     root = Entry(graph, float(cost_model.cost(graph)))
     run = _Run(
         expand, cost_model, alpha, expansion, started + time_budget_s, started,
-        Frontier(max_queue), SeenGraphs(), root, root, strict=strict_invariants(),
+        Frontier(max_queue), SeenGraphs(), root, root, strict=strict_invariants(), patience=patience,
+        mark=root.cost,
     )
     run.seen.add(graph)
     run.frontier.push(root)
@@ -353,8 +377,11 @@ def _loop(run: _Run, max_graphs: int, progress: Progress | None) -> StopReason:
                 continue
             if run.explore(entry):
                 run.explored += 1
+                run.since_mark += 1
             if progress is not None:
                 progress(_snapshot(run))
+            if run.stalled():
+                return StopReason.STALLED
     except _TimeUp:
         return StopReason.TIME_BUDGET
     return StopReason.CONVERGED if run.left_behind else StopReason.EXHAUSTED

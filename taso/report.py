@@ -22,6 +22,7 @@ class StopReason(enum.Enum):
     NO_RULES = "no rules to apply"
     EXHAUSTED = "search space exhausted"
     CONVERGED = "converged: nothing left that could improve on the best graph"
+    STALLED = "stalled: the best graph stopped improving by a margin the measured decision could confirm"
     TIME_BUDGET = "time budget reached"
     GRAPH_BUDGET = "explored-graph budget reached"
     FAILED = "the search failed and was abandoned (see the warnings)"

@@ -10,6 +10,7 @@ from taso._onnx_import import import_model
 from taso.backends._session import RunTiming
 from taso.backends.compare import ReferenceRun
 from taso.pipeline import api
+from taso.pipeline._decide import longest_decide_seconds
 from taso.pipeline._rewriting import run_search
 from taso.pipeline.budget import (
     DECISION_RUNS,
@@ -94,6 +95,18 @@ def test_a_default_budget_leaves_its_decision_room_for_a_second_look() -> None:
     assert slack == pytest.approx((DECISION_SLACK + SECOND_DECISION_SLACK) * budget.seconds)
     decision_s = DECISION_RUNS * 50.0 / 1000
     assert slack - DECISION_SLACK * budget.seconds >= decision_s  # one more decision fits
+
+
+def test_a_default_budget_leaves_room_for_a_slow_models_longest_second_decision() -> None:
+    """YOLO11n, 54 ms a run: a tenth of its 39 s default is less than one decision with
+    its rounds extended; the slack grows to that decision, a given budget's does not."""
+    timing = RunTiming(session_s=0.3, run_ms=54.0)
+    longest = longest_decide_seconds(timing)
+    default = Budget.default(FakeClock()).resolved(run_ms=54.0, nodes=355)
+    assert SECOND_DECISION_SLACK * default.seconds < longest
+    assert default.decision_deadline(longest) - default.deadline == pytest.approx(DECISION_SLACK * default.seconds + longest)
+    given = Budget.of(default.seconds, FakeClock())
+    assert given.decision_deadline(longest) - given.deadline == pytest.approx(DECISION_SLACK * given.seconds)
 
 
 class SteppingClock:
