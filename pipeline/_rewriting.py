@@ -9,6 +9,7 @@ user's model, whatever file it came from.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -49,6 +50,25 @@ class SearchOutcome:
     unwritten: tuple[Unwritten, ...] = ()
     """Seconds from the start of the call until the search found the graph it returned
     (None: nothing better than the input)."""
+    fallback: Fallback | None = None
+    """What the final decision falls back on when `graph` measures not faster."""
+
+
+class Speculation(enum.Enum):
+    """Why the search's result rests on less than judgements confirmed both ways."""
+
+    CUT_SHORT = "its last sweep was kept ahead when time ran out, judged one way and cut short"
+    BACKTRACKED = "the backtracking search's result was kept on one whole-model judgement"
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """The last graph of the search whose every step was judged whole both ways (or the
+    swept graph under a backtracking result), with the rules applied up to it."""
+
+    graph: Graph
+    applied: dict[str, int]
+    why: Speculation
 
 
 def default_rules() -> tuple[Rule, ...]:
@@ -207,7 +227,7 @@ def run_search(
     log = UnwrittenLog()
     expand = make_expand(rules, priority=priority, unwritten=log)
     start, swept, steps, speedup, reserve = graph, Counter[str](), (), 1.0, 0.0
-    swept_at, sweeps_timed_out = None, False
+    swept_at, sweeps_timed_out, confirmed = None, False, None
     if sweeping is not None:
         by_id = {rule.id: rule for rule in rules}
         share = budget.sweeps()
@@ -221,13 +241,14 @@ def run_search(
         start, swept, steps = phase.graph, phase.applied, phase.steps
         swept_at = None if phase.best_found_s is None else share.start + phase.best_found_s
         sweeps_timed_out = phase.stop_reason is StopReason.TIME_BUDGET
+        confirmed = _fallback(phase.confirmed, phase.confirmed_applied, graph, Speculation.CUT_SHORT)
         reserve = phase.judge_s if swept else 0.0  # for judging the search's result at the end
         for step in steps:
             speedup *= step.speedup if step.accepted else 1.0
     backtracking = budget.cut(budget.left() - reserve)
     if backtracking.seconds <= 0:  # the sweeps spent the budget
         outcome = _outcome(start, swept, StopReason.TIME_BUDGET, steps, graph, sweeping, _since(budget, swept_at))
-        return dataclasses.replace(outcome, unwritten=log.records())
+        return dataclasses.replace(outcome, unwritten=log.records(), fallback=confirmed)
     patience = None if sweeping is None else BACKTRACK_PATIENCE
     result = search(start, expand, cost_model, alpha=alpha, time_budget_s=backtracking.seconds, progress=progress,
                     patience=patience)
@@ -237,6 +258,8 @@ def run_search(
         result.improvement < MIN_SEARCH_GAIN or (swept and not sweeping.judge(start, best, budget.deadline).faster)
     ):
         best, searched, found_at = start, Counter[str](), swept_at
+    if swept and searched and confirmed is None:  # judged one way, once: the swept graph stands behind it
+        confirmed = _fallback(start, swept, graph, Speculation.BACKTRACKED)
     applied = swept + searched
     initial = None if result.initial_cost is None else result.initial_cost * speedup
     outcome = SearchOutcome(
@@ -249,6 +272,7 @@ def run_search(
         sweeps=steps,
         best_found_s=_since(budget, found_at),
         unwritten=log.records(),
+        fallback=confirmed,
     )
     return _predicted_by_prior(outcome, graph, sweeping)
 
@@ -268,6 +292,13 @@ no `MIN_SEARCH_GAIN`. Every kept gain in those 68 calls came from a sweep; the s
 to the deadline each time, pricing whole regions with the kernel cost model at 2-7 s a
 graph on 50-70 ms models (YOLO11n: 8 graphs in 17 s), time the final decision then lacked
 for its second look (`_decide.decide_contradicted`)."""
+
+
+def _fallback(graph: Graph | None, applied: Counter[str], original: Graph, why: Speculation) -> Fallback | None:
+    """A fallback on `graph`, unless there is none or it is the search's input."""
+    if graph is None or not applied or graph.structural_hash == original.structural_hash:
+        return None
+    return Fallback(graph, dict(sorted(applied.items())), why)
 
 
 def _since(budget: Budget, at: float | None) -> float | None:

@@ -224,7 +224,10 @@ def _with_simplifications(outcome: SearchOutcome, canonical: Canonical,
     before = {**(upgrade or {}), **canonical.simplified}
     if not before or outcome.stop_reason not in _SEARCHED:
         return outcome
-    return dataclasses.replace(outcome, applied={**before, **outcome.applied})
+    fallback = outcome.fallback
+    if fallback is not None:
+        fallback = dataclasses.replace(fallback, applied={**before, **fallback.applied})
+    return dataclasses.replace(outcome, applied={**before, **outcome.applied}, fallback=fallback)
 
 
 def _legalize(outcome: SearchOutcome) -> SearchOutcome:
@@ -344,7 +347,8 @@ def _search_all(
     applied = Counter(outcome.applied) + Counter(bodies.applied)
     for reason in bodies.skipped:
         note(f"subgraph left unoptimized: {reason}")
-    return dataclasses.replace(outcome, graph=bodies.graph, applied=dict(sorted(applied.items())))
+    # the fallback is the main graph's alone: none where the bodies were searched too
+    return dataclasses.replace(outcome, graph=bodies.graph, applied=dict(sorted(applied.items())), fallback=None)
 
 
 def _sweeping(

@@ -118,6 +118,11 @@ class SweepResult:
     """The longest a judgement took (0 if none did): what another one would need."""
     best_found_s: float | None = None
     """Seconds from the start of the sweeps until the last sweep kept was accepted (None: none was)."""
+    confirmed: Graph | None = None
+    """When the last sweep kept was cut short (ahead when time ran out, `SweepStep.complete`
+    false): the graph before it, every sweep of which was judged whole; None otherwise."""
+    confirmed_applied: Counter[str] = field(default_factory=Counter)
+    """The rules applied up to `confirmed`."""
 
 
 def sweep(
@@ -136,7 +141,7 @@ def sweep(
     started = time.perf_counter()
     run = _Run(judge, screen, min_predicted, on_step, deadline=started + time_budget_s)
     current, applied, judged, tried = graph, Counter[str](), set[str](), set[frozenset[str]]()
-    reason, found_s = StopReason.EXHAUSTED, None
+    reason, found_s, confirmed, confirmed_applied = StopReason.EXHAUSTED, None, None, Counter[str]()
     while True:
         if time.perf_counter() >= run.deadline:
             reason = StopReason.TIME_BUDGET
@@ -156,10 +161,19 @@ def sweep(
             if time.perf_counter() >= run.deadline:
                 reason = StopReason.TIME_BUDGET
             break
+        if _cut_short(run.steps):
+            confirmed, confirmed_applied = current, Counter(applied)
         current, found_s = accepted.graph, time.perf_counter() - started
         for rule_id, count in accepted.counts:
             applied[rule_id] += count
-    return SweepResult(current, applied, tuple(run.steps), reason, time.perf_counter() - started, run.judge_s, found_s)
+    return SweepResult(current, applied, tuple(run.steps), reason, time.perf_counter() - started, run.judge_s, found_s,
+                       confirmed, confirmed_applied)
+
+
+def _cut_short(steps: list[SweepStep]) -> bool:
+    """Whether the sweep kept last was kept unconfirmed (ahead when the deadline cut it short)."""
+    kept = [step for step in steps if step.accepted]
+    return bool(kept) and not kept[-1].complete
 
 
 Screened = tuple[Candidate, float | None]

@@ -134,7 +134,8 @@ def test_search_phase_respects_the_time_budget(tmp_path: Path, backend: str, bud
     result = taso.optimize_onnx(wide_model(), backend=backend, time_budget_s=budget, alpha=3.0, check=False,
                                 rules=FIXTURE_RULES)
     # on ort-cpu the measured rule sweeps may merge every branch first, leaving a search that ends early
-    stops = {taso.StopReason.TIME_BUDGET} | ({taso.StopReason.EXHAUSTED} if backend == "ort-cpu" else set())
+    early = {taso.StopReason.EXHAUSTED, taso.StopReason.STALLED}
+    stops = {taso.StopReason.TIME_BUDGET} | (early if backend == "ort-cpu" else set())
     assert result.report.stop_reason in stops  # how long it may take: tests/test_budget.py, on a fake clock
 
 

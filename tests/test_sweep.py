@@ -319,6 +319,26 @@ def test_a_sweep_ahead_when_time_ran_out_is_kept_for_the_decision() -> None:
     assert not slower_by_prior.applied  # the prior's doubt is not settled by half a judgement
 
 
+def test_a_sweep_kept_cut_short_leaves_the_graph_before_it_as_the_confirmed_one() -> None:
+    """A->B judged whole (both ways), then C->E kept ahead when time ran out: the result
+    holds both, the confirmed graph only A->B's, which the final decision falls back on."""
+    whole = FakeJudge(WEIGHTS.cost)
+
+    def judge(current: Graph, candidate: Graph, deadline: float) -> Judgement:
+        if "E" in ops_of(candidate) and "E" not in ops_of(current):
+            return Judgement(1.04, True, complete=False)
+        return whole(current, candidate, deadline)
+
+    result = sweep(chain("A", "C", "A"), listing(swap("A", "B"), swap("C", "E")), judge, prior=WEIGHTS,
+                   time_budget_s=10)
+    assert ops_of(result.graph) == ["B", "E", "B"] and result.applied == {"A->B": 2, "C->E": 1}
+    assert result.confirmed is not None and ops_of(result.confirmed) == ["B", "C", "B"]
+    assert result.confirmed_applied == {"A->B": 2}
+    judged_whole = sweep(chain("A", "C", "A"), listing(swap("A", "B"), swap("C", "E")), FakeJudge(WEIGHTS.cost),
+                         prior=WEIGHTS, time_budget_s=10)
+    assert ops_of(judged_whole.graph) == ["B", "E", "B"] and judged_whole.confirmed is None
+
+
 def test_the_screen_rules_out_sweeps_without_judging_them() -> None:
     """A sweep the screen prices like the current graph (the same kernels), or predicts
     a speedup under `min_predicted`, is reported unjudged; the rest are judged as before."""

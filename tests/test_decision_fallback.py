@@ -1,0 +1,126 @@
+"""A search result measured not faster falls back on the last graph every sweep of which was
+confirmed: that graph is checked and decided in its place (`_choose._with_fallback`).
+
+The sweeps run on a stand-in judge and the decisions are scripted (a `Duel` whose verdict
+depends on the graph it measures); the check runs on ORT for real."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import pytest
+
+from taso._model_io import load_model
+from taso._onnx_import import import_model
+from taso.backends import AnalyticalCostModel
+from taso.backends.compare import run_reference
+from taso.ir import INTERNAL_DOMAIN, Graph
+from taso.pipeline import _choose
+from taso.pipeline._choose import Phases, check_and_choose
+from taso.pipeline._decide import Duel, Verdict
+from taso.pipeline._export import export
+from taso.pipeline._rewriting import SearchOutcome, Speculation, Sweeping, default_rules, run_search
+from taso.pipeline.budget import Budget
+from taso.report import Decision
+from taso.search.sweep import Judgement
+from tests.helpers.models import scaled_chain_model
+
+
+def nodes_run(graph: Graph) -> int:
+    """What the stand-in device runs: every node but the weight transforms export folds."""
+    return sum(1 for node in graph.nodes.values() if node.domain != INTERNAL_DOMAIN)
+
+
+@dataclasses.dataclass
+class FirstWholeThenCutShort:
+    """Fewer nodes run is faster; once a sweep was judged faster, any other is cut short while ahead."""
+
+    kept: list[bytes] = dataclasses.field(default_factory=list)
+
+    def __call__(self, current: Graph, candidate: Graph, deadline: float, *, look: int = 0) -> Judgement:
+        speedup = nodes_run(current) / nodes_run(candidate)
+        if self.kept and candidate.structural_hash not in self.kept and speedup > 1:
+            return Judgement(1.04, True, complete=False)
+        if speedup > 1.01 and not self.kept:
+            self.kept.append(candidate.structural_hash)
+        return Judgement(speedup, speedup > 1.01)
+
+
+@pytest.fixture(scope="module")
+def searched() -> tuple[Graph, SearchOutcome]:
+    graph = import_model(scaled_chain_model())
+    outcome = run_search(graph, rules=default_rules(), cost_model=AnalyticalCostModel(), alpha=1.0,
+                         budget=Budget.of(30), sweeping=Sweeping(FirstWholeThenCutShort(), AnalyticalCostModel()))
+    return graph, outcome
+
+
+def test_a_search_whose_last_sweep_was_cut_short_leaves_a_fallback(searched: tuple[Graph, SearchOutcome]) -> None:
+    graph, outcome = searched
+    fallback = outcome.fallback
+    assert fallback is not None and fallback.why is Speculation.CUT_SHORT
+    assert nodes_run(graph) > nodes_run(fallback.graph) > nodes_run(outcome.graph)
+    cut_short = [s for s in outcome.sweeps if s.accepted and not s.complete]
+    assert len(cut_short) == 1 and cut_short[0].rule_id not in fallback.applied
+
+
+def scripted(faster: Callable[[Graph], bool]) -> type[Duel]:
+    class Scripted(Duel):
+        def __init__(self, original_graph: Graph, optimized_graph: Graph, *args: object, **kwargs: object) -> None:
+            super().__init__(original_graph, optimized_graph, *args, **kwargs)  # type: ignore[arg-type]
+            self.graph = optimized_graph
+
+        def verdict(self, deadline: float = math.inf) -> Verdict:
+            yes = faster(self.graph)
+            return Verdict(yes, 10.0, 8.0 if yes else 10.0, 8.0, 0.01, (1.25, 1.25) if yes else (1.0,))
+
+    return Scripted
+
+
+def choose(graph: Graph, outcome: SearchOutcome, deadline: float = math.inf) -> _choose.OptimizeResult:
+    loaded = load_model(scaled_chain_model())
+    return check_and_choose(loaded, graph, export(graph), export(outcome.graph), outcome, run_reference(loaded.model),
+                            check=True, profile=None, phases=Phases(), say=lambda _: None, notes=[],
+                            measured_costs=False, deadline=deadline)
+
+
+def test_the_fallback_is_checked_and_returned_when_the_result_is_not_faster(
+    searched: tuple[Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch, tmp_path,  # noqa: ANN001
+) -> None:
+    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
+    graph, outcome = searched
+    assert outcome.fallback is not None
+    monkeypatch.setattr(_choose, "Duel", scripted(lambda g: g is outcome.fallback.graph))  # type: ignore[union-attr]
+    report = choose(graph, outcome).report
+    assert report.decision is Decision.OPTIMIZED
+    assert report.applied_rewrites == outcome.fallback.applied
+    cut_short = next(s for s in outcome.sweeps if s.accepted and not s.complete)
+    assert report.rejected_rewrites[cut_short.rule_id] == cut_short.rewrites
+    assert {**report.applied_rewrites, **report.rejected_rewrites} == outcome.applied
+    assert report.output_nodes == len(export(outcome.fallback.graph).graph.node)
+    assert report.latency.measured_optimized_ms == 8.0
+    assert any("checked and measured instead" in w for w in report.warnings)
+
+
+def test_a_fallback_not_faster_either_returns_the_original(
+    searched: tuple[Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch, tmp_path,  # noqa: ANN001
+) -> None:
+    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
+    graph, outcome = searched
+    monkeypatch.setattr(_choose, "Duel", scripted(lambda g: False))
+    report = choose(graph, outcome).report
+    assert report.decision is Decision.NOT_FASTER and report.applied_rewrites == {}
+    assert report.rejected_rewrites == outcome.applied
+    assert any("was not returned either" in w for w in report.warnings)
+
+
+def test_no_fallback_decision_past_the_deadline(
+    searched: tuple[Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch, tmp_path,  # noqa: ANN001
+) -> None:
+    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
+    graph, outcome = searched
+    monkeypatch.setattr(_choose, "Duel", scripted(lambda g: g is outcome.fallback.graph))  # type: ignore[union-attr]
+    report = choose(graph, outcome, deadline=0.0).report
+    assert report.decision is Decision.NOT_FASTER
+    assert any("no time was left" in w for w in report.warnings)
