@@ -4,7 +4,9 @@ timed interleaved, and the one to return with its report (`optimize_onnx`'s last
 The original is returned whenever the candidate is not checked equal and measured
 faster: outputs that differ, a candidate ORT refuses, a model ORT cannot run (nothing
 checked, nothing returned but the original), a measured verdict of not faster, or a
-predicted gain too small to measure.
+predicted gain too small to measure. A candidate measured not faster whose last step
+was less than confirmed (`SearchOutcome.fallback`) gives way to the graph before that
+step, checked and decided the same way.
 """
 
 from __future__ import annotations
@@ -156,7 +158,7 @@ class _Checking:
         """`trial`'s model (`graph`, exported) checked against the original and, if equal,
         measured: the decision `_Trial` says, with its notes."""
         try:
-            return self._measured(self._checked(trial, graph, recheck), recheck, gain)
+            return self._measured(*self._checked(trial, graph, recheck), gain)
         except _CandidateRejected as exc:
             note = f"ONNX Runtime refused the optimized model (the original runs): {exc}"
             return replace(trial, status=CheckStatus.FAILED, decision=Decision.REJECTED, notes=(*trial.notes, note))
@@ -185,8 +187,7 @@ class _Checking:
                               notes=(*trial.notes, "outputs differ from the original: " + comparison.summary()))
         return checked, duel
 
-    def _measured(self, checked: tuple[_Trial, Duel], recheck: bool, gain: float) -> _Trial:
-        trial, duel = checked
+    def _measured(self, trial: _Trial, duel: Duel, gain: float) -> _Trial:
         if trial.decision is not Decision.OPTIMIZED:
             return trial
         with self.phases.time("measure"):
