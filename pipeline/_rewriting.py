@@ -289,7 +289,7 @@ a 39 s call."""
 BACKTRACK_PATIENCE = Patience(graphs=3, gain=MIN_SEARCH_GAIN)
 """After sweeps, the backtracking search stops once three graphs explored in a row brought
 no `MIN_SEARCH_GAIN`. Every kept gain in those 68 calls came from a sweep; the search ran
-to the deadline each time, pricing whole regions with the kernel cost model at 2-7 s a
+to the deadline in 66 of them, pricing whole regions with the kernel cost model at 2-7 s a
 graph on 50-70 ms models (YOLO11n: 8 graphs in 17 s), time the final decision then lacked
 for its second look (`_decide.decide_contradicted`)."""
 
