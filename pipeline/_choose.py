@@ -21,7 +21,7 @@ from pathlib import Path
 
 import onnx
 
-from taso._model_io import LoadedModel, check_exported
+from taso._model_io import LoadedModel
 from taso.backends import ShapeProfile
 from taso.backends.compare import ReferenceRun, compare_outputs, run_reference, runnable
 from taso.backends.profiles import input_shapes
@@ -29,10 +29,11 @@ from taso.errors import BackendError
 from taso.ir import Graph
 from taso.pipeline._canonical import SIMPLIFICATIONS
 from taso.pipeline._decide import MIN_SPEEDUP, Device, Duel, cpu, decide_seconds
-from taso.pipeline._export import export
+from taso.pipeline._export import checked_export
 from taso.pipeline._rewriting import SearchOutcome
 from taso.pipeline._summary import model_bytes, op_counts
 from taso.report import CheckStatus, Decision, JointRule, Latency, Report, SweepRecord
+from taso.search.guarded import describe
 from taso.search.sweep import SweepStep
 
 
@@ -224,10 +225,10 @@ def _with_fallback(on: _Checking, failed: _Trial, outcome: SearchOutcome) -> _Tr
     if not on.fits_another():
         return replace(failed, notes=(*failed.notes, f"{result}; no time was left to decide on the graph before it"))
     try:
-        model = export(fallback.graph)
-        check_exported(model)
+        model = checked_export(fallback.graph)
     except Exception as error:  # noqa: BLE001  (the input was valid: a rewrite made this)
-        return replace(failed, notes=(*failed.notes, f"{result}; the graph before it could not be exported ({error})"))
+        return replace(failed, notes=(*failed.notes, f"{result}; the graph before it could not be exported "
+                                                     f"({describe(error)})"))
     on.say("deciding on the search's last confirmed graph")
     gain = confirmed_sweep_gain(outcome)
     start = _Trial(CheckStatus.SKIPPED, {}, Latency(predicted_original_ms=failed.latency.predicted_original_ms),

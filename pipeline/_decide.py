@@ -158,8 +158,7 @@ def longest_decide_seconds(timing: RunTiming) -> float:
     warm-up and probe pairs, and both rounds extended as far as `MAX_ROUND_SECONDS` lets them."""
     round_s = 2 * pairs_for(timing.run_ms) * timing.run_ms / 1000
     extended = max(round_s, min(MAX_ROUND_SECONDS, round_s * (1 + ROUND_EXTENSIONS)))
-    warmup_runs = 2 * (1 + DECIDE_WARMUP + PROBE_PAIRS)
-    return 2 * timing.session_s + warmup_runs * timing.run_ms / 1000 + ROUNDS * extended
+    return decide_seconds(timing) + ROUNDS * (extended - round_s)
 
 
 def balanced_sign_z(a_ms: Sequence[float], b_ms: Sequence[float]) -> float:

@@ -25,7 +25,6 @@ import onnx
 
 from taso._model_io import (
     LoadedModel,
-    check_exported,
     check_model,
     check_output_path,
     data_file_of,
@@ -53,7 +52,7 @@ from taso.pipeline._decide import (
     decide_seconds,
     longest_decide_seconds,
 )
-from taso.pipeline._export import export
+from taso.pipeline._export import checked_export, export
 from taso.pipeline._html import report_html as render_html
 from taso.pipeline._provenance import call_record
 from taso.pipeline._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, run_search
@@ -292,8 +291,7 @@ def _exported(
     if not outcome.applied:
         return original, outcome
     try:
-        candidate = export(outcome.graph)
-        check_exported(candidate)
+        candidate = checked_export(outcome.graph)
     except Exception as error:  # noqa: BLE001  (the input was valid: a rewrite made this)
         note(f"the optimized model could not be exported ({describe(error)}); the original is returned")
         return original, dataclasses.replace(outcome, applied={}, stop_reason=StopReason.FAILED)

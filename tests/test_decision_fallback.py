@@ -78,7 +78,16 @@ def scripted(faster: Callable[[Graph], bool]) -> type[Duel]:
     return Scripted
 
 
-def choose(graph: Graph, outcome: SearchOutcome, deadline: float = math.inf) -> _choose.OptimizeResult:
+@pytest.fixture(autouse=True)
+def _own_cache(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # noqa: ANN001
+    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
+
+
+def choose(searched: tuple[Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch, faster: Callable[[Graph], bool],
+           deadline: float = math.inf) -> _choose.OptimizeResult:
+    """check_and_choose on the searched outcome, its decisions scripted by `faster`."""
+    monkeypatch.setattr(_choose, "Duel", scripted(faster))
+    graph, outcome = searched
     loaded = load_model(scaled_chain_model())
     return check_and_choose(loaded, graph, export(graph), export(outcome.graph), outcome, run_reference(loaded.model),
                             check=True, profile=None, phases=Phases(), say=lambda _: None, notes=[],
@@ -86,13 +95,11 @@ def choose(graph: Graph, outcome: SearchOutcome, deadline: float = math.inf) -> 
 
 
 def test_the_fallback_is_checked_and_returned_when_the_result_is_not_faster(
-    searched: tuple[Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch, tmp_path,  # noqa: ANN001
+    searched: tuple[Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
-    graph, outcome = searched
+    _, outcome = searched
     assert outcome.fallback is not None
-    monkeypatch.setattr(_choose, "Duel", scripted(lambda g: g is outcome.fallback.graph))  # type: ignore[union-attr]
-    report = choose(graph, outcome).report
+    report = choose(searched, monkeypatch, lambda g: g is outcome.fallback.graph).report  # type: ignore[union-attr]
     assert report.decision is Decision.OPTIMIZED
     assert report.applied_rewrites == outcome.fallback.applied
     cut_short = next(s for s in outcome.sweeps if s.accepted and not s.complete)
@@ -104,23 +111,20 @@ def test_the_fallback_is_checked_and_returned_when_the_result_is_not_faster(
 
 
 def test_a_fallback_not_faster_either_returns_the_original(
-    searched: tuple[Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch, tmp_path,  # noqa: ANN001
+    searched: tuple[Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
-    graph, outcome = searched
-    monkeypatch.setattr(_choose, "Duel", scripted(lambda g: False))
-    report = choose(graph, outcome).report
+    _, outcome = searched
+    report = choose(searched, monkeypatch, lambda g: False).report
     assert report.decision is Decision.NOT_FASTER and report.applied_rewrites == {}
     assert report.rejected_rewrites == outcome.applied
     assert any("was not returned either" in w for w in report.warnings)
 
 
 def test_no_fallback_decision_past_the_deadline(
-    searched: tuple[Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch, tmp_path,  # noqa: ANN001
+    searched: tuple[Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
-    graph, outcome = searched
-    monkeypatch.setattr(_choose, "Duel", scripted(lambda g: g is outcome.fallback.graph))  # type: ignore[union-attr]
-    report = choose(graph, outcome, deadline=0.0).report
+    _, outcome = searched
+    report = choose(searched, monkeypatch, lambda g: g is outcome.fallback.graph,  # type: ignore[union-attr]
+                    deadline=0.0).report
     assert report.decision is Decision.NOT_FASTER
     assert any("no time was left" in w for w in report.warnings)

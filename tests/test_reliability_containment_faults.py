@@ -102,16 +102,16 @@ def test_a_failing_sweep_or_search_returns_the_original(monkeypatch: pytest.Monk
 
 
 def test_a_candidate_that_cannot_be_exported_gives_the_original(monkeypatch: pytest.MonkeyPatch) -> None:
-    from taso.pipeline import api
+    from taso.pipeline import _export
 
     calls = Fault()
-    real = api.check_exported
+    real = _export.check_exported
 
     def failing(model: onnx.ModelProto) -> None:
         calls.hits += 1
         raise RuntimeError("injected fault")
 
-    monkeypatch.setattr(api, "check_exported", failing)
+    monkeypatch.setattr(_export, "check_exported", failing)
     model = _relu_chain()
     result = taso.optimize_onnx(model, time_budget_s=3, backend="analytical", check=False)
     assert calls.hits > 0 and real is not failing
