@@ -26,7 +26,7 @@ from benchmarks._corpus_run import (
     OpProfile,
     group_speedups,
 )
-from benchmarks._measure import NOISE_ROW, Row, RowStatus
+from benchmarks._measure import NOISE_ROW, PairTiming, Row, RowStatus, TimingPlan
 from benchmarks._tools import TIME_TO_BEST
 from taso.backends import max_ir_version
 
@@ -141,7 +141,7 @@ def _row_line(row: Row) -> str:
         f"{timing.ratio:.3f} ({timing.ratio_p10:.3f}-{timing.ratio_p90:.3f})" if timing else "-",
         f"{1 / timing.ratio:.3f}x" if timing else "-",
         "-" if row.tool == NOISE_ROW or not timing else row.verdict.value,
-        str(timing.repeats) if timing else "-",
+        _iterations(timing),
         _num(run.wall_s if run else None, ".1f"),
         _time_to_best(row),
         _num(run.peak_rss_mb if run else None, ".0f"),
@@ -149,6 +149,12 @@ def _row_line(row: Row) -> str:
         _nodes(row),
     ]
     return "| " + " | ".join(cells) + " |"
+
+
+def _iterations(timing: PairTiming | None) -> str:
+    if timing is None:
+        return "-"
+    return f"{timing.repeats} (retimed {timing.retimed})" if timing.retimed else str(timing.repeats)
 
 
 def _time_to_best(row: Row) -> str:
@@ -259,6 +265,11 @@ def footnotes(rows: tuple[Row, ...] | list[Row], *, corpus: bool = False) -> lis
         "'same graph' when the tool's output holds the input's graph unchanged, so that any "
         "measured difference is noise.",
         "speedup = 1 / ratio (above 1 is faster).",
+        "iterations: interleaved pairs timed; 'retimed n' when the pair was timed n more "
+        f"times because its baseline's median ran more than {TimingPlan().disturbed - 1:.0%} "
+        "from the original's quiet "
+        "latency (timed alone before the noise row), that is, while something else loaded "
+        "the machine; the timing whose baseline was nearest the quiet latency is shown.",
         "tool wall s: load + optimize + save inside the tool's process (not interpreter start). "
         "taso's includes its own output check and interleaved measurement (check=True).",
         "time to best s (taso only, from its report): from the start of the call until the "
