@@ -78,5 +78,5 @@ SPEC = OpSpec(
     check_fn=_check,
     flops_fn=lambda i, o, p: numel(o[0]),
     hints=EnumHints(enumerable=False),
-    min_opset=11,  # 11 and 12 with an empty roi input (`substitutions._emit`)
+    min_opset=7,  # 11 and 12 with an empty roi input, 7-10 as the legacy op (`substitutions._emit`)
 )

@@ -140,10 +140,28 @@ def _data_dtype(inputs: Sequence[str], known: Mapping[str, TensorType]) -> np.dt
 ROI_INPUT_UNTIL = 13
 """Resize 11 and 12 require their roi input (read only by tf_crop_and_resize): written empty."""
 
+LEGACY_RESIZE_UNTIL = 11
+"""Below opset 11 there is only the legacy nearest upsampling: Resize 10 (x, scales) and
+Upsample 9 (x, scales) or 7 (scales as an attribute). It reads input index
+floor(i / scale), which on the modelled whole-number scales >= 1 is the spec's x[i // k]
+(PP-OCR's opset 9 classifier gates its SE blocks; ORT runs both forms as its NCHWc Upsample)."""
+
+
+def _legacy_resize(onnx_node: OnnxNode, opset: int) -> OnnxNode:
+    scales = onnx_node.const_inputs[2]
+    if opset >= 10:
+        return OnnxNode("Resize", {"mode": "nearest"}, {1: scales}, onnx_node.domain)
+    if opset == 9:
+        return OnnxNode("Upsample", {"mode": "nearest"}, {1: scales}, onnx_node.domain)
+    attrs = {"mode": "nearest", "scales": [float(s) for s in scales.reshape(-1)]}
+    return OnnxNode("Upsample", attrs, {}, onnx_node.domain)
+
 
 def _older_form(spec: OpSpec, onnx_node: OnnxNode, opset: int) -> OnnxNode:
     """`onnx_node` as `opset` writes it: Clip's bounds as attributes before opset 11;
-    Resize's empty roi before opset 13."""
+    Resize's empty roi before opset 13, and its legacy form before opset 11."""
+    if spec.name == "Resize" and opset < LEGACY_RESIZE_UNTIL:
+        return _legacy_resize(onnx_node, opset)
     if spec.name == "Resize" and opset < ROI_INPUT_UNTIL:
         const = {**onnx_node.const_inputs, 1: np.zeros(0, dtype=np.float32)}
         return OnnxNode(onnx_node.op_type, dict(onnx_node.attrs), const, onnx_node.domain)

@@ -1,7 +1,9 @@
 """Resize is written for the model's opset: from opset 13 as x, (no roi), scales; at opsets
 11 and 12, whose Resize requires its roi input, with an empty roi (PP-OCR det and rec
 exports are opset 11: a channel gate upsampled by Resize was reported unwritable there).
-Below opset 11 Resize had other semantics (opset 10) or did not exist: it is not written."""
+Below opset 11 only the legacy nearest upsampling exists (Resize 10, Upsample 9 and 7); on
+whole-number scales it computes the modelled x[i // k], and it is written in that form
+(PP-OCR's opset 9 classifier). Before opset 7 nothing is written."""
 
 from __future__ import annotations
 
@@ -50,7 +52,13 @@ def test_from_opset_13_there_is_no_roi() -> None:
     assert len(node.input) == 3 and node.input[1] == ""
 
 
-@pytest.mark.parametrize("opset", [11, 12, 13])
+@pytest.mark.parametrize(("opset", "op"), [(7, "Upsample"), (8, "Upsample"), (9, "Upsample"), (10, "Resize")])
+def test_below_opset_11_the_legacy_op_is_written(opset: int, op: str) -> None:
+    (node,) = _model(opset).graph.node
+    assert node.op_type == op and [a.s for a in node.attribute if a.name == "mode"] == [b"nearest"]
+
+
+@pytest.mark.parametrize("opset", [7, 8, 9, 10, 11, 12, 13])
 def test_every_written_form_checks_and_runs_as_the_numpy_semantics(opset: int) -> None:
     model = _model(opset)
     onnx.checker.check_model(model, full_check=True)
@@ -60,7 +68,6 @@ def test_every_written_form_checks_and_runs_as_the_numpy_semantics(opset: int) -
     np.testing.assert_array_equal(got, np.repeat(np.repeat(x, 3, axis=2), 2, axis=3))
 
 
-@pytest.mark.parametrize("opset", [9, 10])
-def test_below_opset_11_resize_is_not_written(opset: int) -> None:
+def test_before_opset_7_resize_is_not_written() -> None:
     with pytest.raises(OpsetError):
-        emit_nodes(get_spec("Resize"), _GATE, ["x"], ["z"], _graph(opset), opset)
+        emit_nodes(get_spec("Resize"), _GATE, ["x"], ["z"], _graph(6), 6)
