@@ -92,9 +92,7 @@ class PairTiming:
     retimed: int = 0  # times the pair was timed again because its baseline was disturbed
 
     @classmethod
-    def from_timing(
-        cls, timing: backends.InterleavedTiming, repeats: int, retimed: int = 0
-    ) -> PairTiming:
+    def from_timing(cls, timing: backends.InterleavedTiming, repeats: int) -> PairTiming:
         return cls(
             repeats,
             timing.a.median_ms,
@@ -102,7 +100,6 @@ class PairTiming:
             timing.paired_ratio,
             timing.paired_ratio_p10,
             timing.paired_ratio_p90,
-            retimed,
         )
 
     def drift(self, quiet_ms: float) -> float:
