@@ -130,7 +130,8 @@ class SweepRecord:
     """For a joint sweep (rules that pay only together), the rules swept on top of
     `rule_id`'s sweep and judged with it as one candidate."""
     tie_break: bool = False
-    """The judge's forward and reverse looks disagreed and a third look decided the verdict."""
+    """Two of the judge's looks disagreed (forward and reverse, or a first forward look
+    against a confident prediction and a second) and a third look decided the verdict."""
 
     def rules(self) -> str:
         """The rule and its match count (and a joint sweep's further rules, with theirs)."""

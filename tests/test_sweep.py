@@ -263,13 +263,15 @@ def test_judgements_are_remembered(monkeypatch, tmp_path) -> None:
 
 @pytest.mark.ort
 def test_optimize_sweeps_a_converter_model(tmp_path, monkeypatch) -> None:
-    """MobileNetV3 as converters emit it: the decomposed HardSwish sweep is judged whole."""
+    """MobileNetV3 as converters emit it: the decomposed HardSwish sweep is judged whole.
+    (Measured for real: reached 2.8 s into a 6 s budget on an idle machine, missed once on a
+    loaded one; the budget leaves four times that.)"""
     import taso
     from benchmarks.models import Size, build_cached
 
     monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path / "cache"))
     path = build_cached("mobilenetv3_converted", Size.SMALL, cache_dir=tmp_path)
-    report = taso.optimize_onnx(path, time_budget_s=6).report
+    report = taso.optimize_onnx(path, time_budget_s=12).report
     judged = {s.rule_id: s for s in report.sweeps}
     assert any(rule.startswith("cv-hard_swish") for rule in judged), judged
     assert all(s.rewrites >= 1 for s in report.sweeps)
@@ -385,3 +387,67 @@ def test_a_screen_that_would_outlast_the_budget_is_not_started() -> None:
                    screen=SlowScreen(weights), min_predicted=1.005)
     assert all("Z" not in ops for ops in seen)
     assert result.stop_reason is StopReason.TIME_BUDGET and result.applied == {"A->B": 2}
+
+
+def _looks_judge(forward: dict[int, Judgement], reverse: Judgement, looks: list[tuple[str, int]]):
+    """Forward looks (by look number) and every reverse look scripted; `looks` logs each."""
+
+    def judge(current: Graph, candidate: Graph, deadline: float, *, look: int = 0) -> Judgement:
+        way = "forward" if ops_of(candidate) == ["B", "C", "B"] else "reverse"
+        looks.append((way, look))
+        return forward[look] if way == "forward" else reverse
+
+    return judge
+
+
+def _screened_sweep(judge, screen_b: float):
+    screen = OpWeights({"A": 3.0, "B": screen_b, "C": 2.0})
+    return sweep(chain("A", "C", "A"), listing(swap("A", "B")), judge, prior=WEIGHTS, time_budget_s=10,
+                 screen=screen, min_predicted=1.005)
+
+
+def test_a_confident_prediction_measured_not_faster_is_judged_once_more() -> None:
+    """PP-OCRv4 det's HardSwish re-form: predicted 1.064x, measured 0.961x on a loaded
+    machine (1.069x in the run before). A second forward look that finds it faster stands
+    with the first, and the reverse look decides: two looks of three."""
+    looks: list[tuple[str, int]] = []
+    judge = _looks_judge({0: Judgement(0.96, False), 1: Judgement(1.07, True)}, Judgement(0.93, False), looks)
+    result = _screened_sweep(judge, 2.0)  # predicted 8 / 6: confident
+    assert ops_of(result.graph) == ["B", "C", "B"] and looks == [("forward", 0), ("forward", 1), ("reverse", 0)]
+    assert result.steps[0].accepted and result.steps[0].tie_break
+    assert result.steps[0].speedup == pytest.approx(math.sqrt(math.sqrt(0.96 * 1.07) / 0.93))
+
+
+def test_a_confident_prediction_measured_not_faster_twice_is_not_kept() -> None:
+    looks: list[tuple[str, int]] = []
+    judge = _looks_judge({0: Judgement(0.96, False), 1: Judgement(0.99, False)}, Judgement(0.93, False), looks)
+    result = _screened_sweep(judge, 2.0)
+    assert ops_of(result.graph) == ["A", "C", "A"] and looks == [("forward", 0), ("forward", 1)]
+    assert not result.steps[0].accepted and not result.steps[0].tie_break
+
+
+def test_a_second_forward_look_still_needs_the_reverse_look() -> None:
+    """Forward: not faster, then faster; reverse: not faster. Two looks of three said no,
+    and the reverse is not looked at again."""
+    looks: list[tuple[str, int]] = []
+    judge = _looks_judge({0: Judgement(0.96, False), 1: Judgement(1.12, True)}, Judgement(1.0, False), looks)
+    result = _screened_sweep(judge, 2.0)
+    assert ops_of(result.graph) == ["A", "C", "A"]
+    assert looks == [("forward", 0), ("forward", 1), ("reverse", 0)]
+
+
+def test_an_unconfident_prediction_measured_not_faster_is_not_judged_again() -> None:
+    """Predicted 1.02x (under `CONFIDENT_PREDICTION`), measured not faster: one look."""
+    looks: list[tuple[str, int]] = []
+    judge = _looks_judge({0: Judgement(0.96, False), 1: Judgement(1.07, True)}, Judgement(0.93, False), looks)
+    result = _screened_sweep(judge, 2.88)  # predicted 8 / 7.76
+    assert result.steps[0].predicted_speedup == pytest.approx(8 / 7.76)
+    assert ops_of(result.graph) == ["A", "C", "A"] and looks == [("forward", 0)]
+
+
+def test_a_refused_candidate_is_not_judged_again() -> None:
+    """ORT refused the candidate (speedup 0): no prediction makes a second look worth it."""
+    looks: list[tuple[str, int]] = []
+    judge = _looks_judge({0: Judgement(0.0, False), 1: Judgement(1.07, True)}, Judgement(0.93, False), looks)
+    result = _screened_sweep(judge, 2.0)
+    assert ops_of(result.graph) == ["A", "C", "A"] and looks == [("forward", 0)]
