@@ -267,7 +267,7 @@ def footnotes(rows: tuple[Row, ...] | list[Row], *, corpus: bool = False) -> lis
         "speedup = 1 / ratio (above 1 is faster).",
         "iterations: interleaved pairs timed; 'retimed n' when the pair was timed n more "
         f"times because its baseline's median ran more than {TimingPlan().disturbed - 1:.0%} "
-        "from the original's quiet latency (timed alone before the noise row), that is, while "
+        "from the original's quiet latency (timed interleaved with itself before the noise row), that is, while "
         "something else loaded the machine; the timing whose baseline was nearest the quiet "
         "latency is shown.",
         "tool wall s: load + optimize + save inside the tool's process (not interpreter start). "

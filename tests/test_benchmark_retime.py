@@ -71,3 +71,29 @@ def test_retimes_are_bounded_and_the_nearest_is_kept(monkeypatch: pytest.MonkeyP
 def test_the_table_says_how_often_a_pair_was_retimed() -> None:
     assert _iterations(_timing(10.0)) == "10"
     assert _iterations(PairTiming(10, 13.0, 9.0, 0.7, 0.6, 0.8, retimed=2)) == "10 (retimed 2)"
+
+
+def test_the_quiet_latency_is_the_original_interleaved_with_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Alone, some originals ran more than 15% from the same original interleaved (every
+    pair of theirs was retimed twice); the reference is timed the way pairs are."""
+    calls: list[tuple[object, object, int]] = []
+
+    class Stats:
+        def __init__(self, median_ms: float) -> None:
+            self.median_ms = median_ms
+
+    class Timing:
+        a, b = Stats(12.0), Stats(12.4)
+
+    def interleaved(model_a, model_b, inputs, *, repeats, warmup, threads):
+        calls.append((model_a, model_b, repeats))
+        return Timing()
+
+    def alone(*args, **kwargs):
+        raise AssertionError("the quiet latency is not timed alone")
+
+    monkeypatch.setattr(_measure.backends, "measure_interleaved", interleaved)
+    monkeypatch.setattr(_measure.backends, "measure_latency", alone)
+    path = Path("a.onnx")
+    assert _measure._quiet_ms(path, {}, 2.0, TimingPlan(quiet_seconds=1.0)) == 12.0
+    assert calls == [(path, path, 250)]  # about a second of pairs, 4 ms each
