@@ -337,17 +337,17 @@ def _contradicted(verdict: Judgement, predicted: float) -> bool:
 def _looked_again(judge: Judge, current: Graph, candidate: Graph, verdict: Judgement, deadline: float) -> Judgement:
     """A sweep the screen predicted `CONFIDENT_PREDICTION` faster but the judge measured
     not faster is judged once more the same way round, afresh; if that look finds it
-    faster, the two forward looks stand together (their geometric mean) as the forward
-    verdict, which the reverse look (`_confirmed`) must still confirm: two looks of three.
+    faster and the two together (their geometric mean) still say faster, they stand as the
+    forward verdict, which the reverse look (`_confirmed`) must still confirm: two looks of three.
     Rejecting a confident prediction takes a second look, just as keeping a win takes a
     reverse look. In one benchmark run the sweep judge measured PP-OCRv4 det's HardSwish
     re-form (24 sites, predicted 1.064x) at 0.961x while the machine was loaded and
     rejected it; the run before, the same sweep measured 1.069x, and the model's result
     fell from 1.36x to 1.12x."""
     again = judge(current, candidate, deadline, look=1)
-    if not again.complete or not again.faster:
-        return verdict
     speedup = math.sqrt(verdict.speedup * again.speedup)
+    if not again.complete or not again.faster or speedup <= 1.0:  # together still not faster
+        return verdict
     return Judgement(speedup, True, cached=verdict.cached and again.cached, tie_break=True)
 
 

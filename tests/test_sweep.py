@@ -451,3 +451,13 @@ def test_a_refused_candidate_is_not_judged_again() -> None:
     judge = _looks_judge({0: Judgement(0.0, False), 1: Judgement(1.07, True)}, Judgement(0.93, False), looks)
     result = _screened_sweep(judge, 2.0)
     assert ops_of(result.graph) == ["A", "C", "A"] and looks == [("forward", 0)]
+
+
+def test_two_forward_looks_that_together_say_slower_are_not_kept() -> None:
+    """Forward 0.90x, then 1.05x: faster once, but 0.972x together; not kept, whatever the
+    reverse look says (kept, the three looks would report it faster than the first two)."""
+    looks: list[tuple[str, int]] = []
+    judge = _looks_judge({0: Judgement(0.90, False), 1: Judgement(1.05, True)}, Judgement(0.99, False), looks)
+    result = _screened_sweep(judge, 2.0)
+    assert ops_of(result.graph) == ["A", "C", "A"] and looks == [("forward", 0), ("forward", 1)]
+    assert not result.steps[0].accepted
