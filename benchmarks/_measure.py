@@ -8,11 +8,12 @@ output compared with the reference on the same inputs, and its output timed inte
 against the original (A B, B A, ...) under ORT_ENABLE_ALL. A tool's ratio is claimed as
 faster or slower only when its median paired ratio lies outside the noise row's p10-p90.
 
-A pair whose baseline ran far from the original's quiet latency (measured interleaved with
-itself before the noise row) was timed while something else loaded the machine; the paired ratio does not
-cancel that, since a stolen core slows many-op graphs more than few-op ones. Such a pair is
-timed again (at most `TimingPlan.retimes` times) and the timing whose baseline is nearest
-the quiet latency is kept; the row says how often (`PairTiming.retimed`).
+A pair whose baseline ran far from the original's quiet latency (`_QuietLatency`: its look
+interleaved with itself before the noise row, and the pairs kept since) was timed while
+something else loaded the machine; the paired ratio does not cancel that, since a stolen
+core slows many-op graphs more than few-op ones. Such a pair is timed again (at most
+`TimingPlan.retimes` times) and the timing whose baseline is nearest the quiet latency is
+kept; the row says how often (`PairTiming.retimed`).
 """
 
 from __future__ import annotations

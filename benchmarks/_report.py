@@ -267,9 +267,9 @@ def footnotes(rows: tuple[Row, ...] | list[Row], *, corpus: bool = False) -> lis
         "speedup = 1 / ratio (above 1 is faster).",
         "iterations: interleaved pairs timed; 'retimed n' when the pair was timed n more "
         f"times because its baseline's median ran more than {TimingPlan().disturbed - 1:.0%} "
-        "from the original's quiet latency (timed interleaved with itself before the noise row), that is, while "
-        "something else loaded the machine; the timing whose baseline was nearest the quiet "
-        "latency is shown.",
+        "from the original's quiet latency (the median of its look interleaved with itself "
+        "before the noise row and of the pairs kept since), that is, while something else "
+        "loaded the machine; the timing whose baseline was nearest the quiet latency is shown.",
         "tool wall s: load + optimize + save inside the tool's process (not interpreter start). "
         "taso's includes its own output check and interleaved measurement (check=True).",
         "time to best s (taso only, from its report): from the start of the call until the "

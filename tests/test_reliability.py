@@ -83,6 +83,13 @@ def test_measured_runs_with_a_warm_cache_are_byte_identical(tmp_path: Path, rule
 # ----- interruption ------------------------------------------------------------------------------
 
 
+def _default_sigint() -> None:
+    """SIGINT as a terminal delivers it: a suite started in the background by a
+    non-interactive shell ignores SIGINT, and so would the CLI it starts (which then ran its
+    search to the end and exited 0)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_long_run(tmp_path: Path, rule_file: Path) -> tuple[subprocess.Popen[str], Path]:
     source = tmp_path / "in.onnx"
     onnx.save_model(wide_model(), source)
@@ -91,6 +98,7 @@ def _start_long_run(tmp_path: Path, rule_file: Path) -> tuple[subprocess.Popen[s
         [sys.executable, "-m", "taso.pipeline.cli", "optimize", str(source), "-o", str(out), "--report", str(tmp_path / "r.json"),
          "--backend", "analytical", "--rules", str(rule_file), "--time-budget", "60", "--alpha", "3"],
         stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        preexec_fn=_default_sigint,
     )
     assert proc.stderr is not None
     for line in proc.stderr:  # wait until the search is running
