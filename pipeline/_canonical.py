@@ -25,14 +25,19 @@ differently):
    checked on the types: the other operand's rank is known and at least the constant's).
    Real exports write a learnable scalar as a ``(1,)``-shaped initializer or ``Constant``
    node, constant folding leaves ``(1, 1, 1, 1)``; the rules take a scalar ``()``.
-5. **Quantized activations are uint8** (`_canonical_qdq`): an int8 activation
+5. **Slices that take everything are bypassed.** A Slice whose constant starts, ends and
+   steps select every element of each axis they name (start 0, end at or past the static
+   size, step 1) returns its input: torch code writes ``x[:, :c]`` with ``c`` the number
+   of channels x already has (timm's GhostNet after every ghost module's Concat), and ORT
+   copies it and leaves its NCHWc layout around it.
+6. **Quantized activations are uint8** (`_canonical_qdq`): an int8 activation
    QuantizeLinear -> DequantizeLinear pair is written with uint8 zero points shifted by 128,
    every float value unchanged; ORT's CPU fuses DQ -> op -> Q into integer kernels only for
    uint8 activations, and its own conversion skips a Q read twice (SE blocks, residuals).
 
 Bypassing Identity nodes and writing scalars change nothing ORT runs (it drops Identity
 nodes and broadcasts either way): they only let rules match. Bypassing a reshape round trip
-removes copies ORT would run, and uint8 activations let ORT fuse more: each is a
+or a whole slice removes copies ORT would run, and uint8 activations let ORT fuse more: each is a
 *simplification*, listed among the applied rewrites
 (`canonical/...`) so that the measured decision can keep it even where no rule applied.
 Whatever the search returns is checked against the original and measured like any other
@@ -66,8 +71,10 @@ IDENTITY = "Identity bypassed"
 RESHAPE_ROUND_TRIP = "reshape chain back to its input's shape bypassed"
 NO_OP_ARITHMETIC = "x * 1, x / 1, x + 0 or x - 0 bypassed"
 SCALAR = "one-element constant made a scalar"
+WHOLE_SLICE = "Slice of every element bypassed"
 SIMPLIFICATIONS = {
     RESHAPE_ROUND_TRIP: "canonical/reshape-round-trip", NO_OP_ARITHMETIC: "canonical/no-op-arithmetic",
+    WHOLE_SLICE: "canonical/whole-slice",
     UNSIGNED_ACTIVATIONS: SIMPLIFICATION_ID,
 }
 """Normalizations that remove work ORT would do (or let it fuse more), by the id they are
@@ -93,6 +100,7 @@ def canonicalize(graph: Graph) -> Canonical:
     graph = _bypass_identities(graph, counts)
     graph = _bypass_round_trip_reshapes(graph, counts)
     graph = _bypass_no_op_arithmetic(graph, counts)
+    graph = _bypass_whole_slices(graph, counts)
     graph = _scalar_constants(graph, counts)
     graph, unsigned = unsigned_activations(graph)
     counts.update(unsigned)
@@ -300,3 +308,63 @@ def _scalar_initializer(graph: Graph, name: str, value: np.ndarray, taken: Mappi
     scalar = np.asarray(value.reshape(()))
     elem_type = graph.types[name].elem_type
     return Initializer(fresh, TensorType(elem_type, ()), numpy_helper.from_array(scalar, fresh))
+
+
+# ----- 5. slices of everything ----------------------------------------------------------------
+_UNBOUNDED = 1 << 62
+"""An end this large reaches past any size (exporters write INT64_MAX for ``x[:, 2:]``)."""
+
+
+def _bypass_whole_slices(graph: Graph, counts: Counter[str]) -> Graph:
+    constness = Constness(graph)
+
+    def kept(node: Node) -> str | None:
+        if node.op_type != "Slice" or not node.inputs or not node.inputs[0]:
+            return None
+        return node.inputs[0] if _takes_everything(graph, constness, node) else None
+
+    return _bypass(graph, counts, WHOLE_SLICE, kept, prune=True)
+
+
+def _slice_arguments(constness: Constness, node: Node) -> tuple[np.ndarray, ...] | None:
+    """(starts, ends, axes or None, steps or None) of a Slice, from its attributes (opset
+    1-9) or its constant inputs (opset 10 on); None if any is not a known constant."""
+    if node.attr("starts") is not None:
+        axes = node.attr("axes")
+        return (np.asarray(node.attr("starts")), np.asarray(node.attr("ends")),
+                None if axes is None else np.asarray(axes), None)
+    values = []
+    for position in range(1, 5):
+        name = node.inputs[position] if position < len(node.inputs) else ""
+        value = constness.small_value(name, _SMALL) if name else None
+        if name and (value is None or value.dtype.kind not in "iu"):
+            return None
+        values.append(value)
+    return None if values[0] is None or values[1] is None else tuple(values)  # type: ignore[return-value]
+
+
+def _takes_everything(graph: Graph, constness: Constness, node: Node) -> bool:
+    """Whether the Slice's output is its input: every named axis from 0 to its end, step 1."""
+    arguments = _slice_arguments(constness, node)
+    in_type, out_type = graph.types.get(node.inputs[0]), graph.types.get(node.outputs[0])
+    if arguments is None or in_type is None or in_type.shape is None:
+        return False
+    if out_type is not None and out_type.elem_type != in_type.elem_type:
+        return False
+    starts, ends, axes, steps = (None if a is None else a.reshape(-1).tolist() for a in arguments)
+    rank = len(in_type.shape)
+    axes = list(range(len(starts))) if axes is None else [a + rank if a < 0 else a for a in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    if not len(starts) == len(ends) == len(axes) == len(steps) or len(set(axes)) != len(axes):
+        return False
+    if not all(0 <= axis < rank for axis in axes):
+        return False
+    return all(_whole_axis(in_type.shape[axis], start, end, step)
+               for axis, start, end, step in zip(axes, starts, ends, steps, strict=True))
+
+
+def _whole_axis(size: object, start: int, end: int, step: int) -> bool:
+    """Whether [start:end:step] takes all of an axis of `size` (an int when static)."""
+    if step != 1 or start != 0 and not (isinstance(size, int) and start <= -size):
+        return False
+    return end >= _UNBOUNDED or isinstance(size, int) and end >= size

@@ -348,3 +348,56 @@ def test_weights_written_as_constant_nodes_that_a_fold_replaced_are_not_written(
     constants = [n.output[0] for n in written.graph.node if n.op_type == "Constant"]
     assert constants == ["unread"]  # the input's own unread Constant stays
     assert_same_outputs(graph, folded)
+
+
+def _ghost_slice(starts: list[int], ends: list[int], axes: list[int] | None = None, steps: list[int] | None = None,
+                 *, opset: int = 17):
+    """timm GhostNet's module: Concat of a conv and its depthwise conv, then ``x[:, :c]``."""
+    inits = [weight("w", (4, 8, 1, 1), 1), weight("d", (4, 1, 3, 3), 2)]
+    if opset >= 10:
+        args = {"starts": starts, "ends": ends, "axes": axes, "steps": steps}
+        names = [k for k, v in args.items() if v is not None]
+        inits += [nh.from_array(np.array(args[k], dtype=np.int64), k) for k in names]
+        slice_node = h.make_node("Slice", ["cat", *names], ["s"])
+    else:
+        attributes = {"starts": starts, "ends": ends} | ({"axes": axes} if axes is not None else {})
+        slice_node = h.make_node("Slice", ["cat"], ["s"], **attributes)
+    nodes = [h.make_node("Conv", ["x", "w"], ["p"]), h.make_node("Conv", ["p", "d"], ["q"], group=4, pads=[1] * 4),
+             h.make_node("Concat", ["p", "q"], ["cat"], axis=1), slice_node, h.make_node("Relu", ["s"], ["y"])]
+    return make_graph(nodes, {"x": (1, 8, 6, 6)}, ["y"], inits, opset=opset)
+
+
+@pytest.mark.parametrize(("starts", "ends", "axes", "steps", "opset"), [
+    ([0], [8], [1], [1], 17),                    # timm's x[:, :out_chs], out_chs all there is
+    ([0], [2**63 - 1], [1], None, 17),           # x[:, 0:]
+    ([0, -8], [1, 99], [0, -3], None, 13),       # every axis named, a negative start and axis, ends past the size
+    ([0], [8], [1], None, 9),                    # attributes, before opset 10
+])
+def test_a_slice_of_every_element_is_bypassed(starts, ends, axes, steps, opset):
+    graph = _ghost_slice(starts, ends, axes, steps, opset=opset)
+    canonical = canonicalize(graph)
+    assert _ops(export(canonical.graph)) == ["Concat", "Conv", "Conv", "Relu"]
+    assert canonical.simplified == {"canonical/whole-slice": 1}
+    assert_same_outputs(graph, canonical.graph, rtol=0)
+
+
+@pytest.mark.parametrize(("starts", "ends", "axes", "steps"), [
+    ([0], [7], [1], [1]),        # drops the last channel
+    ([1], [8], [1], None),       # drops the first
+    ([0], [-1], [1], None),      # x[:, :-1]
+    ([0], [8], [1], [2]),        # every other channel
+    ([-7], [8], [1], None),      # a negative start short of the size
+    ([0, 0], [8, 5], [1, 2], None),  # the channels whole, the rows not
+])
+def test_a_slice_that_drops_an_element_stays(starts, ends, axes, steps):
+    graph = _ghost_slice(starts, ends, axes, steps)
+    assert canonicalize(graph).counts == {}
+
+
+def test_a_slice_with_ends_not_constant_stays():
+    nodes = [h.make_node("Shape", ["x"], ["shape"]), h.make_node("Gather", ["shape", "one"], ["c"], axis=0),
+             h.make_node("Unsqueeze", ["c", "zero"], ["end"]), h.make_node("Slice", ["x", "zero", "end", "one"], ["s"]),
+             h.make_node("Relu", ["s"], ["y"])]
+    inits = [nh.from_array(np.array([0], dtype=np.int64), "zero"), nh.from_array(np.array([1], dtype=np.int64), "one")]
+    graph = make_graph(nodes, {"x": (1, 8, 6, 6)}, ["y"], inits)
+    assert "Slice of every element bypassed" not in canonicalize(graph).counts
