@@ -4,6 +4,9 @@
     list  [--cache DIR]                     every entry with its state in the cache
     check [--cache DIR]                     check and time what is cached (no building);
                                             warns about degenerate outputs (_verify.py)
+
+With `--held-out`, each acts on the held-out set (`_held_out.py`) instead of the corpus,
+in its own cache folder (`held-out` under the corpus cache unless `--cache` says).
 """
 
 from __future__ import annotations
@@ -14,7 +17,10 @@ import time
 from pathlib import Path
 
 from benchmarks.corpus import _build, _cache, _verify
-from benchmarks.corpus._registry import BY_NAME, ENTRIES
+from benchmarks.corpus._held_out import HELD_OUT, HELD_OUT_BY_NAME
+from benchmarks.corpus._registry import BY_NAME, ENTRIES, Entry
+
+HELD_OUT_FOLDER = "held-out"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -25,15 +31,17 @@ def _parser() -> argparse.ArgumentParser:
         command = commands.add_parser(name)
         command.add_argument("--cache", type=Path, default=None,
                              help=f"cache folder (default: ${_cache.ENV_VAR} or the user cache)")
+        command.add_argument("--held-out", action="store_true",
+                             help=f"the held-out set, not the corpus (default cache: {HELD_OUT_FOLDER}/ in the corpus's)")
         if name == "build":
-            command.add_argument("--only", nargs="+", default=[], choices=sorted(BY_NAME),
+            command.add_argument("--only", nargs="+", default=[], choices=sorted({*BY_NAME, *HELD_OUT_BY_NAME}),
                                  metavar="NAME", help="build only these entries")
     return parser
 
 
-def _list(cache: Path) -> int:
+def _list(cache: Path, entries: tuple[Entry, ...]) -> int:
     print(f"cache: {cache}")
-    for entry in ENTRIES:
+    for entry in entries:
         manifest = _cache.read_manifest(cache, entry.name)
         state = "not built"
         if manifest is not None:
@@ -53,10 +61,15 @@ def _check(cache: Path) -> int:
     return 1 if any(row.problem for row in rows) else 0
 
 
-def _build_command(cache: Path, names: list[str]) -> int:
+def _build_command(cache: Path, names: list[str], held_out: bool) -> int:
+    known = HELD_OUT_BY_NAME if held_out else BY_NAME
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        print(f"not {'held out' if held_out else 'in the corpus'}: {', '.join(unknown)}", file=sys.stderr)
+        return 2
     print(f"cache: {cache}")
     start = time.perf_counter()
-    results = _build.build(names, cache)
+    results = _build.build(names, cache, held_out=held_out)
     for result in results:
         print(f"{result.name:24} {result.outcome.value:8} {result.detail}", flush=True)
     print(f"build took {time.perf_counter() - start:.0f}s\n")
@@ -66,12 +79,12 @@ def _build_command(cache: Path, names: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    cache = args.cache or _cache.default_cache_dir()
+    cache = args.cache or _cache.default_cache_dir() / (HELD_OUT_FOLDER if args.held_out else "")
     if args.command == "list":
-        return _list(cache)
+        return _list(cache, HELD_OUT if args.held_out else ENTRIES)
     if args.command == "check":
         return _check(cache)
-    return _build_command(cache, args.only)
+    return _build_command(cache, args.only, args.held_out)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import onnxruntime as ort
 from packaging.requirements import Requirement  # onnxruntime depends on packaging
 
 from benchmarks.corpus import _cache
+from benchmarks.corpus._held_out import HELD_OUT_BY_NAME
 from benchmarks.corpus._registry import BY_NAME, FAMILIES, Entry
 
 # Distributions published under more than one name; the first installed one is recorded.
@@ -170,8 +171,10 @@ def build_entry(entry: Entry, cache: Path) -> BuildResult:
         return BuildResult(entry.name, Outcome.FAILED, f"{type(error).__name__}: {first_line}")
 
 
-def build(names: list[str], cache: Path) -> list[BuildResult]:
-    """Build the named entries (all when `names` is empty), derived entries last."""
-    entries = [BY_NAME[name] for name in names] if names else list(BY_NAME.values())
+def build(names: list[str], cache: Path, *, held_out: bool = False) -> list[BuildResult]:
+    """Build the named entries (all when `names` is empty), derived entries last: the
+    corpus's, or with `held_out` the held-out set's (`_held_out.py`)."""
+    known = HELD_OUT_BY_NAME if held_out else BY_NAME
+    entries = [known[name] for name in names] if names else list(known.values())
     entries.sort(key=lambda entry: entry.derived_from is not None)
     return [build_entry(entry, cache) for entry in entries]

@@ -26,6 +26,7 @@ import paddle
 import paddle2onnx  # noqa: F401  (paddle.onnx.export needs it; imported here to fail early)
 
 from benchmarks.corpus import _calibrate
+from benchmarks.corpus._held_out import PADDLECLAS_BACKBONES
 from benchmarks.corpus._ppocr import PPOCRv3Rec
 from benchmarks.corpus._ppocr_v4 import PPOCRv4Det, PPOCRv4Rec, Upsample
 from benchmarks.corpus._registry import Entry
@@ -66,6 +67,8 @@ _ARCHITECTURES: dict[str, Callable[[], paddle.nn.Layer]] = {
     "ppocrv4_rec": PPOCRv4Rec,
     "ppocrv4_det": PPOCRv4Det,
     "ppocrv4_det_sized": lambda: PPOCRv4Det(Upsample.SIZE),
+    # the held-out entries' backbones, with PaddleClas's defaults
+    **{name: (lambda name=name: _paddleclas_backbone(name)) for name in PADDLECLAS_BACKBONES},
 }
 
 
