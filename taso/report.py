@@ -366,6 +366,8 @@ class Report:
         rows += [(f"  {op}", str(self.input_ops.get(op, 0)), str(self.output_ops.get(op, 0)),
                   _change(self.input_ops.get(op, 0), self.output_ops.get(op, 0))) for op in shown_ops(self.input_ops, self.output_ops)]
         speedup = "" if lat.speedup is None else f"{lat.speedup:.3f}x" + (" (from the cost cache)" if lat.measured_cached else "")
+        if lat.speedup is not None and lat.speedup > 1.0 and self.decision is Decision.NOT_FASTER:
+            speedup += " (not significant)"  # the median of rounds the decision's sign test did not pass
         rows.append(("latency, measured", _ms(lat.measured_original_ms), _ms(lat.measured_optimized_ms), speedup))
         rows.append(("latency, predicted", _ms(lat.predicted_original_ms), _ms(lat.predicted_optimized_ms),
                      _x(_ratio(lat.predicted_original_ms, lat.predicted_optimized_ms), missing="")))

@@ -55,6 +55,16 @@ def test_the_table_puts_the_two_models_side_by_side() -> None:
     assert _row(text, "max abs diff")[3:] == ["2.4e-06", "check", "passed"]
 
 
+def test_a_faster_median_the_decision_did_not_accept_is_marked_not_significant() -> None:
+    """A loaded machine's YOLOv8n-seg call printed 1.167x beside "not measurably faster"."""
+    latency = Latency(1.9, 1.5, 121.371, 104.005, 0.3)
+    text = _report(latency=latency, decision=Decision.NOT_FASTER).summary()
+    assert _row(text, "latency, measured")[-3:] == ["1.167x", "(not", "significant)"]
+    slower = _report(latency=Latency(1.9, 1.5, 100.0, 104.0, 0.3), decision=Decision.NOT_FASTER).summary()
+    assert _row(slower, "latency, measured")[-1] == "0.962x"
+    assert _row(_report(latency=latency).summary(), "latency, measured")[-1] == "1.167x"
+
+
 def test_the_table_shows_the_top_ops_and_every_op_whose_count_changed() -> None:
     shown = shown_ops(OPS_BEFORE, {op: n for op, n in OPS_AFTER.items() if n})
     assert shown[:3] == ["Conv", "Relu", "Mul"]  # most frequent first
