@@ -365,6 +365,6 @@ def _takes_everything(graph: Graph, constness: Constness, node: Node) -> bool:
 
 def _whole_axis(size: object, start: int, end: int, step: int) -> bool:
     """Whether [start:end:step] takes all of an axis of `size` (an int when static)."""
-    if step != 1 or start != 0 and not (isinstance(size, int) and start <= -size):
-        return False
-    return end >= _UNBOUNDED or isinstance(size, int) and end >= size
+    from_the_start = start == 0 or (isinstance(size, int) and start <= -size)
+    to_the_end = end >= _UNBOUNDED or (isinstance(size, int) and end >= size)
+    return step == 1 and from_the_start and to_the_end
