@@ -346,10 +346,8 @@ def _slice_arguments(constness: Constness, node: Node) -> tuple[np.ndarray, ...]
 def _takes_everything(graph: Graph, constness: Constness, node: Node) -> bool:
     """Whether the Slice's output is its input: every named axis from 0 to its end, step 1."""
     arguments = _slice_arguments(constness, node)
-    in_type, out_type = graph.types.get(node.inputs[0]), graph.types.get(node.outputs[0])
+    in_type = graph.types.get(node.inputs[0])
     if arguments is None or in_type is None or in_type.shape is None:
-        return False
-    if out_type is not None and out_type.elem_type != in_type.elem_type:
         return False
     starts, ends, axes, steps = (None if a is None else a.reshape(-1).tolist() for a in arguments)
     rank = len(in_type.shape)

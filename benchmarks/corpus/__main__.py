@@ -62,8 +62,7 @@ def _check(cache: Path) -> int:
 
 
 def _build_command(cache: Path, names: list[str], held_out: bool) -> int:
-    known = HELD_OUT_BY_NAME if held_out else BY_NAME
-    unknown = sorted(set(names) - set(known))
+    unknown = sorted(set(names) - set(_build.known_entries(held_out=held_out)))
     if unknown:
         print(f"not {'held out' if held_out else 'in the corpus'}: {', '.join(unknown)}", file=sys.stderr)
         return 2

@@ -171,10 +171,15 @@ def build_entry(entry: Entry, cache: Path) -> BuildResult:
         return BuildResult(entry.name, Outcome.FAILED, f"{type(error).__name__}: {first_line}")
 
 
+def known_entries(*, held_out: bool) -> dict[str, Entry]:
+    """The corpus's entries by name, or with `held_out` the held-out set's (`_held_out.py`)."""
+    return HELD_OUT_BY_NAME if held_out else BY_NAME
+
+
 def build(names: list[str], cache: Path, *, held_out: bool = False) -> list[BuildResult]:
-    """Build the named entries (all when `names` is empty), derived entries last: the
-    corpus's, or with `held_out` the held-out set's (`_held_out.py`)."""
-    known = HELD_OUT_BY_NAME if held_out else BY_NAME
+    """Build the named entries of `known_entries` (all when `names` is empty), derived
+    entries last."""
+    known = known_entries(held_out=held_out)
     entries = [known[name] for name in names] if names else list(known.values())
     entries.sort(key=lambda entry: entry.derived_from is not None)
     return [build_entry(entry, cache) for entry in entries]
