@@ -13,18 +13,25 @@ Pad, a depthwise conv, BatchNormalization, Add/Sub/Mul/Div with a per-channel or
 constant, or elementwise with another value of the class). Its producers (group-1 convs)
 get zero weight rows and zero bias for the extra channels; its consumers (group-1 convs)
 get zero weight columns; depthwise convs, BatchNormalization and per-channel constants are
-extended (zero weights and shifts, variance and divisors 1). A class is widened only if
-every value in it is produced and read by such ops: one that reaches a graph output, a
-subgraph, a reshape, a Concat or any other op keeps its width.
+extended (zero weights and shifts, variance and divisors 1). A channel Concat of widened
+classes writes their extra channels where they are, between the real ones (GhostNet's
+ghost halves of 8, 12 or 20 channels each widened to 16 before they are joined): a class
+holding a Concat's output takes the layout of its parts, the same for every Concat in it,
+and must come out a multiple of `BLOCK` wide. A class is widened only if every value in it
+is produced and read by such ops: one that reaches a graph output, a subgraph, a reshape,
+a Concat on another axis or any other op keeps its width, and so do the parts of a Concat
+whose output keeps its width.
 
 Why the real channels are unchanged: each rewrite is an instance of a validated axiom
 (`opspecs/axioms/channel_pad.py`): a channel-wise op of a channel concatenation is the
-concatenation of the op on each part, and a conv reading zero weight columns ignores the
+concatenation of the op on each part, a conv reading zero weight columns ignores the
 channels they multiply (whatever finite values those hold: every op in a class maps finite
-values to finite ones). The extra channels of a class are finite for the same reason, so
-the whole graph computes the original's values in its first channels, exactly in real
-arithmetic (the kernels may sum in a different order: float rounding differs). The result
-is measured whole like any rule sweep, and checked against the original like any result.
+values to finite ones), wherever they sit, and a Concat of concatenations is the
+concatenation of their parts. The extra channels of a class are finite for the same
+reason, so the whole graph computes the original's values in its real channels, exactly in
+real arithmetic (the kernels may sum in a different order: float rounding differs). The
+result is measured whole like any rule sweep, and checked against the original like any
+result.
 """
 
 from __future__ import annotations
@@ -54,9 +61,36 @@ _BINARY = frozenset({"Add", "Sub", "Mul", "Div"})
 LEMMAS: Mapping[str, tuple[str, ...]] = {
     **{op: (f"{op.lower()}_concat",) for op in (*CARRIED, "Pad", "BatchNormalization")},
     **{op: (f"{op.lower()}_channel_concat", f"{op.lower()}_scalar_concat") for op in _BINARY},
-    "Conv": ("conv_rows_concat", "conv_zero_columns", "depthwise_conv_concat"),
+    "Conv": ("conv_rows_concat", "conv_zero_columns", "conv_zero_columns_inside", "depthwise_conv_concat"),
+    "Concat": ("concat_flatten",),
 }
 """The lemmas (`taso.opspecs.axioms.channel_pad`) behind each op the padding widens through."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each of a class's channels sits in its widened value (`index`), and how many
+    channels that value has (`width`); the others are extra."""
+
+    index: tuple[int, ...]
+    width: int
+
+    @classmethod
+    def identity(cls, channels: int) -> Layout:
+        return cls(tuple(range(channels)), channels)
+
+    @classmethod
+    def trailing(cls, channels: int) -> Layout:
+        """The real channels first, the extra ones after, up to a multiple of `BLOCK`."""
+        return cls(tuple(range(channels)), -(-channels // BLOCK) * BLOCK)
+
+    @property
+    def widened(self) -> bool:
+        return self.width != len(self.index)
+
+    def then(self, other: Layout) -> Layout:
+        """The layout of the channel Concat of a value laid out as `self` and one as `other`."""
+        return Layout(self.index + tuple(self.width + i for i in other.index), self.width + other.width)
 
 
 @dataclass(frozen=True)
@@ -83,10 +117,10 @@ def padded_rewrites(graph: Graph, near: frozenset[int] | None) -> Iterator[Rewri
 def pad_channels(graph: Graph) -> Padding | None:
     """`graph` with every channel class that can be widened widened to a multiple of `BLOCK`."""
     classes = _Classes.of(graph)
-    widths = classes.widths()
-    if not widths:
+    layouts = classes.layouts()
+    if not layouts:
         return None
-    return _Widener(graph, classes, widths).widened()
+    return _Widener(graph, classes, layouts).widened()
 
 
 class _Classes:
@@ -97,6 +131,7 @@ class _Classes:
         self.parent: dict[str, str] = {}
         self.fixed: set[str] = set()
         self.produced: set[str] = set()  # values some group-1 conv writes
+        self.concats: dict[str, tuple[str, ...]] = {}  # a channel Concat's output: its parts
         self.kinds: dict[int, _Kind] = {}  # how each node treats channels, by node id
 
     @classmethod
@@ -142,23 +177,78 @@ class _Classes:
             self.produced.add(node.outputs[0])
         elif kind is _Kind.DEPTHWISE:
             self.join(node.inputs[0], node.outputs[0])
+        elif kind is _Kind.CONCAT:
+            for name in (*node.inputs, node.outputs[0]):
+                self.root(name)
+            self.concats[node.outputs[0]] = node.inputs
         else:
             self.fixed.update(name for name in (*node.inputs, *node.outputs) if name and self.channels(name) is not None)
 
-    def widths(self) -> dict[str, int]:
-        """The widened channel count of each class root that can be widened."""
+    def layouts(self) -> dict[str, Layout]:
+        """The layout of each class root that is widened. A class whose Concats disagree, or
+        come out a width ORT cannot block, keeps its width; so do the parts of a Concat
+        whose class keeps its width; that may change other layouts: repeat until none does."""
         members: dict[str, list[str]] = {}
         for name in list(self.parent):
             members.setdefault(self.root(name), []).append(name)
         fixed = {self.root(name) for name in self.fixed if name in self.parent}
-        widths = {}
-        for root, names in members.items():
-            channels = self.channels(root)
-            if root in fixed or channels is None or channels < 2 or channels % BLOCK == 0:
-                continue
-            if any(name in self.produced for name in names):
-                widths[root] = -(-channels // BLOCK) * BLOCK
-        return widths
+        while True:
+            laid = _Layouts(self, members, fixed)
+            for root in members:
+                laid.of(root)
+            if not laid.conflicts:
+                return {root: layout for root, layout in laid.done.items() if layout.widened}
+            fixed |= laid.conflicts
+
+
+class _Layouts:
+    """One pass choosing each class's layout, collecting the classes that must keep their width."""
+
+    def __init__(self, classes: _Classes, members: Mapping[str, list[str]], fixed: set[str]) -> None:
+        self.classes, self.members, self.fixed = classes, members, fixed
+        self.done: dict[str, Layout] = {}
+        self.conflicts: set[str] = set()
+        self.visiting: set[str] = set()
+
+    def of(self, root: str) -> Layout:
+        if root not in self.done:
+            self.visiting.add(root)
+            self.done[root] = self._choose(root)
+            self.visiting.discard(root)
+        return self.done[root]
+
+    def _choose(self, root: str) -> Layout:
+        channels = self.classes.channels(root) or 0
+        names = self.members[root]
+        sources = [self.classes.concats[name] for name in names if name in self.classes.concats]
+        if root in self.fixed:
+            for parts in sources:
+                self.conflicts.update(r for r in self._roots(parts) if self.of(r).widened)
+            return Layout.identity(channels)
+        if sources:
+            return self._concatenated(root, sources, channels)
+        if channels >= 2 and channels % BLOCK and any(name in self.classes.produced for name in names):
+            return Layout.trailing(channels)
+        return Layout.identity(channels)
+
+    def _concatenated(self, root: str, sources: list[tuple[str, ...]], channels: int) -> Layout:
+        if any(r in self.visiting for parts in sources for r in self._roots(parts)):
+            self.conflicts.add(root)  # a class fed by its own Concat: left as it is
+            return Layout.identity(channels)
+        candidates = set()
+        for parts in sources:
+            layout = Layout((), 0)
+            for part in self._roots(parts):
+                layout = layout.then(self.of(part))
+            candidates.add(layout)
+        (layout, *others) = candidates
+        if others or (layout.widened and layout.width % BLOCK):
+            self.conflicts.add(root)
+            return Layout.identity(channels)
+        return layout
+
+    def _roots(self, parts: tuple[str, ...]) -> list[str]:
+        return [self.classes.root(name) for name in parts]
 
 
 class _Kind(enum.Enum):
@@ -168,6 +258,7 @@ class _Kind(enum.Enum):
     BINARY = "elementwise with values of the class or constants it can extend"
     CONV = "a group-1 conv: writes a class, reads one"
     DEPTHWISE = "a depthwise conv: each channel to itself, with its own weights"
+    CONCAT = "a Concat over channels: its output laid out as its parts, one after another"
     OTHER = "anything else: the values it reads and writes keep their width"
 
 
@@ -189,6 +280,8 @@ def _kind(graph: Graph, node: Node, channels: Callable[[str], int | None]) -> _K
         return _Kind.BINARY
     if op == "Conv":
         return _conv_kind(graph, node, channels)
+    if op == "Concat" and _channel_concat(node, channels):
+        return _Kind.CONCAT
     return _Kind.OTHER
 
 
@@ -200,6 +293,11 @@ def _operands_constant(graph: Graph, names: tuple[str, ...], *, scalar: bool) ->
         if init is None or (scalar and init.type.shape is not None and int(np.prod(init.type.shape)) != 1):
             return False
     return True
+
+
+def _channel_concat(node: Node, channels: Callable[[str], int | None]) -> bool:
+    parts = [channels(name) if name else None for name in node.inputs]
+    return node.attr("axis", None) in (1, -3) and None not in parts and sum(parts) == channels(node.outputs[0])
 
 
 def _spatial_pad(graph: Graph, node: Node) -> bool:
@@ -258,12 +356,12 @@ def _conv_kind(graph: Graph, node: Node, channels: Callable[[str], int | None]) 
 class _Widener:
     """Writes the widened graph: new weights for the nodes that touch a widened class."""
 
-    def __init__(self, graph: Graph, classes: _Classes, widths: Mapping[str, int]) -> None:
-        self.graph, self.classes, self.widths = graph, classes, widths
+    def __init__(self, graph: Graph, classes: _Classes, layouts: Mapping[str, Layout]) -> None:
+        self.graph, self.classes, self.layouts = graph, classes, layouts
         self.initializers: list[Initializer] = []
 
-    def width(self, name: str) -> int | None:
-        return self.widths.get(self.classes.root(name)) if name in self.classes.parent else None
+    def layout(self, name: str) -> Layout | None:
+        return self.layouts.get(self.classes.root(name)) if name in self.classes.parent else None
 
     def widened(self) -> Padding:
         remove, add = [], []
@@ -272,19 +370,19 @@ class _Widener:
             if replaced is not None:
                 remove.append(node_id)
                 add.append(replaced)
-        types = {name: self._type(name) for name in self.classes.parent if self.width(name)}
+        types = {name: self._type(name, layout) for name in self.classes.parent if (layout := self.layout(name))}
         graph = self.graph.rewrite(remove=remove, add=add, types=types, initializers=self.initializers)
-        return Padding(graph, len(self.widths), len(add))
+        return Padding(graph, len(self.layouts), len(add))
 
-    def _type(self, name: str) -> TensorType:
+    def _type(self, name: str, layout: Layout) -> TensorType:
         tensor = self.graph.types[name]
         assert tensor.shape is not None
-        return TensorType(tensor.elem_type, (tensor.shape[0], self.width(name), *tensor.shape[2:]))
+        return TensorType(tensor.elem_type, (tensor.shape[0], layout.width, *tensor.shape[2:]))
 
     def _node(self, node: Node, kind: _Kind) -> Node | None:
-        out = self.width(node.outputs[0]) if node.outputs else None
+        out = self.layout(node.outputs[0]) if node.outputs else None
         if kind is _Kind.CONV:
-            return self._conv(node, out, self.width(node.inputs[0]))
+            return self._conv(node, out, self.layout(node.inputs[0]))
         if kind is _Kind.DEPTHWISE and out:
             return self._depthwise(node, out)
         if kind is _Kind.BINARY and out:
@@ -293,31 +391,31 @@ class _Widener:
             fills = (0.0, 0.0, 0.0, 1.0)  # scale, shift, mean, variance
             inputs = [self._extended(name, 0, out, fill) for name, fill in zip(node.inputs[1:5], fills, strict=True)]
             return _with(node, (node.inputs[0], *inputs, *node.inputs[5:]))
-        return None
+        return None  # a Concat of widened parts needs no change: its output is laid out as they are
 
-    def _conv(self, node: Node, out: int | None, into: int | None) -> Node | None:
+    def _conv(self, node: Node, out: Layout | None, into: Layout | None) -> Node | None:
         if not out and not into:
             return None
         weight = self.graph.initializers[node.inputs[1]].array()
         if out:
-            weight = _pad(weight, 0, out, 0.0)
+            weight = _spread(weight, 0, out, 0.0)
         if into:
-            weight = _pad(weight, 1, into, 0.0)
+            weight = _spread(weight, 1, into, 0.0)
         inputs = list(node.inputs)
         inputs[1] = self._new(node.inputs[1], weight)
         if out and len(inputs) > 2 and inputs[2]:
             inputs[2] = self._extended(inputs[2], 0, out, 0.0)
         return _with(node, tuple(inputs))
 
-    def _depthwise(self, node: Node, out: int) -> Node:
+    def _depthwise(self, node: Node, out: Layout) -> Node:
         inputs = list(node.inputs)
         inputs[1] = self._extended(inputs[1], 0, out, 0.0)
         if len(inputs) > 2 and inputs[2]:
             inputs[2] = self._extended(inputs[2], 0, out, 0.0)
-        attributes = tuple((k, out if k == "group" else v) for k, v in node.attributes)
+        attributes = tuple((k, out.width if k == "group" else v) for k, v in node.attributes)
         return _with(node, tuple(inputs), attributes)
 
-    def _binary(self, node: Node, out: int) -> Node | None:
+    def _binary(self, node: Node, out: Layout) -> Node | None:
         inputs, changed = list(node.inputs), False
         fill = 1.0 if node.op_type == "Div" else 0.0
         for index, name in enumerate(node.inputs):
@@ -327,8 +425,8 @@ class _Widener:
                 inputs[index], changed = self._extended(name, axis, out, fill), True
         return _with(node, tuple(inputs)) if changed else None
 
-    def _extended(self, name: str, axis: int, width: int, fill: float) -> str:
-        return self._new(name, _pad(self.graph.initializers[name].array(), axis, width, fill))
+    def _extended(self, name: str, axis: int, layout: Layout, fill: float) -> str:
+        return self._new(name, _spread(self.graph.initializers[name].array(), axis, layout, fill))
 
     def _new(self, name: str, value: np.ndarray) -> str:
         fresh = self.graph.fresh_name(f"{name}_padded")
@@ -339,10 +437,15 @@ class _Widener:
         return fresh
 
 
-def _pad(value: np.ndarray, axis: int, width: int, fill: float) -> np.ndarray:
-    widths = [(0, 0)] * value.ndim
-    widths[axis] = (0, width - value.shape[axis])
-    return np.pad(value, widths, constant_values=fill)
+def _spread(value: np.ndarray, axis: int, layout: Layout, fill: float) -> np.ndarray:
+    """`value` with its entries along `axis` moved to `layout`'s positions, `fill` elsewhere."""
+    shape = list(value.shape)
+    shape[axis] = layout.width
+    spread = np.full(shape, fill, dtype=value.dtype)
+    target: list[object] = [slice(None)] * value.ndim
+    target[axis] = np.asarray(layout.index, dtype=np.int64)
+    spread[tuple(target)] = value
+    return spread
 
 
 def _with(node: Node, inputs: tuple[str, ...], attributes: tuple | None = None) -> Node:

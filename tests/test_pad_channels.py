@@ -28,7 +28,7 @@ def test_each_lemma_is_proved_and_agrees_numerically(name: str) -> None:
 
 
 def test_every_op_the_padding_widens_through_has_its_lemmas() -> None:
-    assert set(LEMMAS_BY_OP) >= {*CARRIED, "Pad", "BatchNormalization", "Add", "Sub", "Mul", "Div", "Conv"}
+    assert set(LEMMAS_BY_OP) >= {*CARRIED, "Pad", "BatchNormalization", "Add", "Sub", "Mul", "Div", "Conv", "Concat"}
     assert {name for names in LEMMAS_BY_OP.values() for name in names} <= set(_BY_NAME)
 
 
@@ -42,6 +42,14 @@ def test_wrong_lemmas_are_refuted() -> None:
         a, a("Conv", v["p"], v["v"], v["d"], **conv(p, group=p["extra"])),
         a("Conv", v["x"], v["w"], v["b"], **conv(p, group=p["real"]))))
     assert not validate_axiom(swapped, draws=0).ok
+    inside = _BY_NAME["conv_zero_columns_inside"]
+    nonzero_inside = dataclasses.replace(inside, lhs=lambda a, v, p: a(
+        "Conv", a("Concat", v["x"], v["p"], v["y"], axis=1),
+        a("Concat", v["w"], a("ConstFill", shape=p["zeros"], value=1e-3), v["u"], axis=1), v["b"], **conv(p)))
+    assert not validate_axiom(nonzero_inside, draws=0).ok
+    flatten = _BY_NAME["concat_flatten"]
+    reordered = dataclasses.replace(flatten, rhs=lambda a, v, p: a("Concat", v["a"], v["c"], v["b"], v["d"], axis=1))
+    assert not validate_axiom(reordered, draws=0).ok
 
 
 def _se_block(*, output: str = "y", extra: tuple[onnx.NodeProto, ...] = ()):
@@ -115,4 +123,76 @@ def test_widths_already_a_multiple_of_the_block_are_left_alone() -> None:
     nodes = [h.make_node("Conv", ["x", "w0"], ["a"]), h.make_node("Relu", ["a"], ["r"]),
              h.make_node("Conv", ["r", "w1"], ["y"])]
     inits = [weight("w0", (32, 3, 1, 1), 1), weight("w1", (8, 32, 1, 1), 2)]
+    assert pad_channels(make_graph(nodes, {"x": (1, 3, 5, 5)}, ["y"], inits)) is None
+
+
+
+def _ghost(*, second: tuple[str, int] = ("d", 8), outputs: tuple[str, ...] = ("y",),
+           extra: tuple[onnx.NodeProto, ...] = (), extra_weights: tuple[onnx.TensorProto, ...] = (),
+           inputs: dict | None = None):
+    """A ghost module as GhostNet writes it: conv(8) -> Relu -> depthwise 3x3, the two halves
+    concatenated over channels (16), a residual Add with a 1x1 conv of the input, then a 1x1
+    conv; `second` names the Concat's second part and its width."""
+    part, width = second
+    nodes = [h.make_node("Conv", ["x", "w0", "b0"], ["a"]),
+             h.make_node("Relu", ["a"], ["r"]),
+             h.make_node("Conv", ["r", "wd", "bd"], ["d"], group=8, pads=[1, 1, 1, 1]),
+             h.make_node("Concat", ["r", part], ["c"], axis=1),
+             h.make_node("Conv", ["x", "ws"], ["s"]),
+             h.make_node("Add", ["c", "s"], ["c1"]),
+             h.make_node("Conv", ["c1", "w1"], ["y"]),
+             *extra]
+    inits = [weight("w0", (8, 3, 1, 1), 1), weight("b0", (8,), 2), weight("wd", (8, 1, 3, 3), 3),
+             weight("bd", (8,), 4), weight("ws", (8 + width, 3, 1, 1), 5), weight("w1", (16, 8 + width, 1, 1), 6),
+             *extra_weights]
+    return make_graph(nodes, inputs or {"x": (1, 3, 6, 6)}, list(outputs), inits)
+
+
+def test_a_channel_concat_of_widened_halves_keeps_their_extra_channels_between_the_real_ones() -> None:
+    graph = _ghost()
+    padding = pad_channels(graph)
+    assert padding is not None
+    assert padding.graph.types["r"].shape[1] == BLOCK and padding.graph.types["d"].shape[1] == BLOCK
+    assert padding.graph.types["c"].shape[1] == padding.graph.types["s"].shape[1] == 2 * BLOCK
+    # the shortcut conv writes the Concat's layout: real 0-7, extra 8-15, real 16-23, extra 24-31
+    shortcut = next(n for n in padding.graph.nodes.values() if n.outputs == ("s",))
+    rows = padding.graph.initializers[shortcut.inputs[1]].array()[:, 0, 0, 0]
+    assert rows[:8].all() and rows[16:24].all() and not rows[8:16].any() and not rows[24:].any()
+    assert_same_outputs(graph, padding.graph)
+
+
+def _widened(graph) -> set[str]:
+    padding = pad_channels(graph)
+    return set() if padding is None else {n for n, t in padding.graph.types.items() if t != graph.types.get(n)}
+
+
+@pytest.mark.parametrize("extra, output", [
+    ((), "c1"),  # the Concat's class reaches a graph output: its parts keep their width too
+    ((h.make_node("Flatten", ["c1"], ["f"]),), "f"),  # a reshape reads it
+])
+def test_the_parts_of_a_concat_that_keeps_its_width_keep_theirs(extra, output) -> None:
+    assert not {"r", "d", "c", "c1"} & _widened(_ghost(outputs=(output,), extra=extra))
+
+
+def test_a_concat_that_would_come_out_unblocked_keeps_its_width() -> None:
+    # the second part is a graph input (8 channels, fixed): 16 + 8 = 24 is no multiple of the block
+    graph = _ghost(second=("z", 8), inputs={"x": (1, 3, 6, 6), "z": (1, 8, 6, 6)})
+    assert not {"r", "c", "c1"} & _widened(graph)
+
+
+def test_concats_in_one_class_that_would_disagree_keep_their_width() -> None:
+    # c = concat(r[8], d[8]) and e = concat(q[4], t[12]) are added: widened, they would hold
+    # their real channels in different places (0-7 and 16-23 against 0-3 and 16-27)
+    extra = (h.make_node("Conv", ["x", "wq"], ["q"]), h.make_node("Conv", ["x", "wt"], ["t"]),
+             h.make_node("Concat", ["q", "t"], ["e"], axis=1), h.make_node("Add", ["c1", "e"], ["c2"]),
+             h.make_node("Conv", ["c2", "w1"], ["y2"]))
+    graph = _ghost(outputs=("y", "y2"), extra=extra,
+                   extra_weights=(weight("wq", (4, 3, 1, 1), 7), weight("wt", (12, 3, 1, 1), 8)))
+    assert not {"r", "d", "c", "c1", "q", "t", "e", "c2"} & _widened(graph)
+
+
+def test_a_concat_over_another_axis_keeps_its_parts() -> None:
+    nodes = [h.make_node("Conv", ["x", "w0"], ["a"]), h.make_node("Relu", ["a"], ["r"]),
+             h.make_node("Concat", ["a", "r"], ["c"], axis=2), h.make_node("Conv", ["c", "w1"], ["y"])]
+    inits = [weight("w0", (8, 3, 1, 1), 1), weight("w1", (16, 8, 1, 1), 2)]
     assert pad_channels(make_graph(nodes, {"x": (1, 3, 5, 5)}, ["y"], inits)) is None

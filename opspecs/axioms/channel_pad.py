@@ -11,11 +11,18 @@ channels, ``p`` the extra ones. Then:
 * every op the padding carries a class through maps ``concat(x, p)`` to
   ``concat(op(x), op(p))``, per-channel operands split the same way (the `*_concat` lemmas);
 * a group-1 conv reading ``concat(x, p)`` with zero weight columns for ``p`` computes
-  ``conv(x, w, b)`` whatever ``p`` holds (`conv_zero_columns`).
+  ``conv(x, w, b)`` whatever ``p`` holds (`conv_zero_columns`), and so does one reading
+  extra channels between real ones, ``concat(x, p, y)`` with zero columns for ``p``
+  (`conv_zero_columns_inside`);
+* a channel Concat of widened values is the concatenation of every part in order
+  (`concat_flatten`): real and extra channels interleave, segment by segment.
 
-By induction over the graph in topological order, every value of a widened class is
-``concat(original value, something)``; each conv that reads one computes the original
-conv's value; values outside widened classes are the original's.
+So a widened value is ``concat(x1, p1, x2, p2, ...)``: the original's channels in
+segments, in order, with extra channels after each (one segment unless a Concat made it).
+By induction over the graph in topological order (the lemmas applied at each segment
+boundary), every value of a widened class is the original value with extra channels
+inserted; each conv that reads one computes the original conv's value; values outside
+widened classes are the original's.
 """
 
 from __future__ import annotations
@@ -83,6 +90,17 @@ _DEPTHWISE = (cfg({"x": (1, 2, 3, 3), "p": (1, 1, 3, 3), "w": (2, 1, 3, 3), "b":
               cfg({"x": (1, 3, 4, 4), "p": (1, 2, 4, 4), "w": (3, 1, 1, 1), "b": (3,), "v": (2, 1, 1, 1), "d": (2,)}),
               cfg({"x": (2, 1, 5, 5), "p": (2, 2, 5, 5), "w": (1, 1, 3, 3), "b": (1,), "v": (2, 1, 3, 3), "d": (2,)},
                   strides=(2, 2)))
+_INSIDE = (cfg({"x": (1, 2, 3, 3), "p": (1, 1, 3, 3), "y": (1, 1, 3, 3), "w": (2, 2, 1, 1), "u": (2, 1, 1, 1),
+                 "b": (2,)}),
+           cfg({"x": (1, 1, 4, 4), "p": (1, 2, 4, 4), "y": (1, 2, 4, 4), "w": (1, 1, 3, 3), "u": (1, 2, 3, 3),
+                "b": (1,)}, pads=(1, 1, 1, 1)),
+           cfg({"x": (2, 1, 5, 5), "p": (2, 3, 5, 5), "y": (2, 1, 5, 5), "w": (2, 1, 3, 3), "u": (2, 1, 3, 3),
+                "b": (2,)}, strides=(2, 2)))
+_FLATTEN = (cfg({"a": (1, 1, 2, 2), "b": (1, 2, 2, 2), "c": (1, 1, 2, 2), "d": (1, 3, 2, 2)}),
+            cfg({"a": (2, 2, 1, 3), "b": (2, 1, 1, 3), "c": (2, 2, 1, 3), "d": (2, 1, 1, 3)}),
+            cfg({"a": (1, 3, 3, 1), "b": (1, 1, 3, 1), "c": (1, 1, 3, 1), "d": (1, 1, 3, 1)}))
+
+
 def _columns_shape(s, p) -> dict[str, object]:  # noqa: ANN001
     return {"zeros": (s["w"][0], s["p"][1], *s["w"][2:])}
 
@@ -125,5 +143,19 @@ LEMMAS = (
                             concat_channels(a, v["w"], a("ConstFill", shape=p["zeros"], value=0.0)), v["b"], **conv(p)),
           lambda a, v, p: a("Conv", v["x"], v["w"], v["b"], **conv(p)),
           _CONV_COLUMNS, derive=_columns_shape),
+    Axiom("conv_zero_columns_inside",
+          "conv(concat(x, p, y, 1), concat(w, 0, u, 1), b) = conv(concat(x, y, 1), concat(w, u, 1), b)",
+          ("x", "p", "y", "w", "u", "b"),
+          lambda a, v, p: a("Conv", a("Concat", v["x"], v["p"], v["y"], axis=1),
+                            a("Concat", v["w"], a("ConstFill", shape=p["zeros"], value=0.0), v["u"], axis=1),
+                            v["b"], **conv(p)),
+          lambda a, v, p: a("Conv", concat_channels(a, v["x"], v["y"]), concat_channels(a, v["w"], v["u"]),
+                            v["b"], **conv(p)),
+          _INSIDE, derive=_columns_shape),
+    Axiom("concat_flatten", "concat(concat(a, b, 1), concat(c, d, 1), 1) = concat(a, b, c, d, 1)",
+          ("a", "b", "c", "d"),
+          lambda a, v, p: concat_channels(a, concat_channels(a, v["a"], v["b"]), concat_channels(a, v["c"], v["d"])),
+          lambda a, v, p: a("Concat", v["a"], v["b"], v["c"], v["d"], axis=1),
+          _FLATTEN),
 )
 """Every lemma the channel padding rests on."""
