@@ -44,13 +44,20 @@ def _bert(entry: Entry) -> torch.nn.Module:
     return TextEncoder(BertModel(config), entry.outputs)
 
 
+def _minilm(entry: Entry) -> torch.nn.Module:
+    """BERT at MiniLM-L6's shape (6 layers of 384, 12 heads): the sentence-embedding size."""
+    config = BertConfig(vocab_size=entry.input_ranges["input_ids"][1], hidden_size=384,
+                        num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536)
+    return TextEncoder(BertModel(config), entry.outputs)
+
+
 def _vit(entry: Entry) -> torch.nn.Module:
     config = ViTConfig(hidden_size=192, num_hidden_layers=6, num_attention_heads=3,
                        intermediate_size=768, image_size=224, patch_size=16)
     return ImageEncoder(ViTModel(config), entry.outputs)
 
 
-_BUILDERS = {"bert": _bert, "vit": _vit}
+_BUILDERS = {"bert": _bert, "minilm": _minilm, "vit": _vit}
 
 
 def network(entry: Entry) -> torch.nn.Module:
