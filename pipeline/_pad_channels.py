@@ -196,7 +196,7 @@ class _Classes:
             laid = _Layouts(self, members, fixed)
             for root in members:
                 laid.of(root)
-            if not laid.conflicts:
+            if laid.conflicts <= fixed:  # nothing new keeps its width: these layouts agree
                 return {root: layout for root, layout in laid.done.items() if layout.widened}
             fixed |= laid.conflicts
 
@@ -211,6 +211,9 @@ class _Layouts:
         self.visiting: set[str] = set()
 
     def of(self, root: str) -> Layout:
+        if root in self.visiting:  # reached again through its own Concat: it keeps its width
+            self.conflicts.add(root)
+            return Layout.identity(self.classes.channels(root) or 0)
         if root not in self.done:
             self.visiting.add(root)
             self.done[root] = self._choose(root)
@@ -232,9 +235,6 @@ class _Layouts:
         return Layout.identity(channels)
 
     def _concatenated(self, root: str, sources: list[tuple[str, ...]], channels: int) -> Layout:
-        if any(r in self.visiting for parts in sources for r in self._roots(parts)):
-            self.conflicts.add(root)  # a class fed by its own Concat: left as it is
-            return Layout.identity(channels)
         candidates = set()
         for parts in sources:
             layout = Layout((), 0)

@@ -196,3 +196,14 @@ def test_a_concat_over_another_axis_keeps_its_parts() -> None:
              h.make_node("Concat", ["a", "r"], ["c"], axis=2), h.make_node("Conv", ["c", "w1"], ["y"])]
     inits = [weight("w0", (8, 3, 1, 1), 1), weight("w1", (16, 8, 1, 1), 2)]
     assert pad_channels(make_graph(nodes, {"x": (1, 3, 5, 5)}, ["y"], inits)) is None
+
+
+def test_classes_that_feed_each_other_through_concats_end_and_compute_the_same() -> None:
+    # a1 (class A) -> c1 = concat(a1) (class B) -> a2 = concat(c1), added to a1 (class A again)
+    nodes = [h.make_node("Conv", ["x", "w0"], ["a1"]), h.make_node("Concat", ["a1"], ["c1"], axis=1),
+             h.make_node("Concat", ["c1"], ["a2"], axis=1), h.make_node("Add", ["a2", "a1"], ["s"]),
+             h.make_node("Conv", ["s", "w1"], ["y"])]
+    graph = make_graph(nodes, {"x": (1, 3, 5, 5)}, ["y"], [weight("w0", (8, 3, 1, 1), 1), weight("w1", (16, 8, 1, 1), 2)])
+    padding = pad_channels(graph)
+    if padding is not None:
+        assert_same_outputs(graph, padding.graph)
