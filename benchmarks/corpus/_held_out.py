@@ -26,7 +26,6 @@ from __future__ import annotations
 from benchmarks.corpus._registry import (
     _DYNAMO_IMAGE,
     _HIDDEN,
-    _IMAGE,
     _TOKEN_RANGES,
     _TOKENS,
     Entry,
@@ -35,8 +34,10 @@ from benchmarks.corpus._registry import (
     _keras,
     _paddleclas,
     _qdq,
+    _qdynamic,
     _timm,
     _tv,
+    _vit,
     _yolo,
 )
 
@@ -69,16 +70,10 @@ HELD_OUT: tuple[Entry, ...] = (
           "transformers BertModel(BertConfig(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, "
           "intermediate_size=1536)), MiniLM-L6's shape, called with keyword inputs",
           _TOKENS, requires=("transformers",), ranges=_TOKEN_RANGES, zoo=Zoo.TRANSFORMERS, outputs=_HIDDEN),
-    Entry("hf_vit_tiny_dynamo", Family.TORCH_DYNAMO, "vit",
-          "transformers ViTModel(ViTConfig(hidden_size=192, num_hidden_layers=6, num_attention_heads=3, "
-          "intermediate_size=768, image_size=224, patch_size=16))",
-          (("pixel_values", (1, 3, 224, 224)),), requires=("transformers",), zoo=Zoo.TRANSFORMERS,
-          outputs=_HIDDEN),
+    _vit("hf_vit_tiny_dynamo", Family.TORCH_DYNAMO),
     _qdq("tv_mobilenet_v3_large"),
     _qdq("tv_efficientnet_b0"),
-    Entry("tv_mnasnet0_5_qdynamic", Family.ORT_QUANT, "quantize_dynamic",
-          "onnxruntime.quantization.quantize_dynamic (default settings) of tv_mnasnet0_5", _IMAGE,
-          derived_from="tv_mnasnet0_5"),
+    _qdynamic("tv_mnasnet0_5"),
 )
 
 HELD_OUT_BY_NAME: dict[str, Entry] = {entry.name: entry for entry in HELD_OUT}

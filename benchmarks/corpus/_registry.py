@@ -184,17 +184,30 @@ def _bert(name: str, family: Family) -> Entry:
     )
 
 
-_HUGGING_FACE = (
-    _bert("hf_bert_small", Family.TORCHSCRIPT),
-    Entry(
-        "hf_vit_tiny", Family.TORCHSCRIPT, "vit",
+def _vit(name: str, family: Family) -> Entry:
+    return Entry(
+        name, family, "vit",
         "transformers ViTModel(ViTConfig(hidden_size=192, num_hidden_layers=6, "
         "num_attention_heads=3, intermediate_size=768, image_size=224, patch_size=16))",
         (("pixel_values", (1, 3, 224, 224)),), requires=("transformers",),
         zoo=Zoo.TRANSFORMERS, outputs=_HIDDEN,
-    ),
+    )
+
+
+_HUGGING_FACE = (
+    _bert("hf_bert_small", Family.TORCHSCRIPT),
+    _vit("hf_vit_tiny", Family.TORCHSCRIPT),
     _bert("hf_bert_small_dynamo", Family.TORCH_DYNAMO),
 )
+
+
+def _qdynamic(source: str) -> Entry:
+    """`source` quantized by quantize_dynamic (QOperator integer ops), default settings."""
+    return Entry(
+        f"{source}_qdynamic", Family.ORT_QUANT, "quantize_dynamic",
+        f"onnxruntime.quantization.quantize_dynamic (default settings) of {source}",
+        _IMAGE, derived_from=source,
+    )
 
 
 def _qdq(source: str) -> Entry:
@@ -280,14 +293,7 @@ ENTRIES: tuple[Entry, ...] = (
     _keras("keras_efficientnet_b0", "EfficientNetB0"),
     _keras("keras_nasnet_mobile", "NASNetMobile"),
     _keras("keras_efficientnet_v2_b0", "EfficientNetV2B0"),
-    Entry(
-        "tv_resnet18_qdynamic",
-        Family.ORT_QUANT,
-        "quantize_dynamic",
-        "onnxruntime.quantization.quantize_dynamic (default settings) of tv_resnet18",
-        _IMAGE,
-        derived_from="tv_resnet18",
-    ),
+    _qdynamic("tv_resnet18"),
     _qdq("tv_resnet18"),
     _qdq("tv_mobilenet_v3_small"),
 )

@@ -38,16 +38,16 @@ class ImageEncoder(_Outputs):
         return self.pick(self.model(pixel_values=pixel_values))
 
 
+_BERT_SIZES = {
+    "bert": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 1024},
+    # MiniLM-L6's shape (6 layers of 384, 12 heads): the sentence-embedding size
+    "minilm": {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536},
+}
+
+
 def _bert(entry: Entry) -> torch.nn.Module:
-    config = BertConfig(vocab_size=entry.input_ranges["input_ids"][1], hidden_size=256,
-                        num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
-    return TextEncoder(BertModel(config), entry.outputs)
-
-
-def _minilm(entry: Entry) -> torch.nn.Module:
-    """BERT at MiniLM-L6's shape (6 layers of 384, 12 heads): the sentence-embedding size."""
-    config = BertConfig(vocab_size=entry.input_ranges["input_ids"][1], hidden_size=384,
-                        num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536)
+    """BERT at the size the entry's architecture names (`_BERT_SIZES`)."""
+    config = BertConfig(vocab_size=entry.input_ranges["input_ids"][1], **_BERT_SIZES[entry.architecture])
     return TextEncoder(BertModel(config), entry.outputs)
 
 
@@ -57,7 +57,7 @@ def _vit(entry: Entry) -> torch.nn.Module:
     return ImageEncoder(ViTModel(config), entry.outputs)
 
 
-_BUILDERS = {"bert": _bert, "minilm": _minilm, "vit": _vit}
+_BUILDERS = {"bert": _bert, "minilm": _bert, "vit": _vit}
 
 
 def network(entry: Entry) -> torch.nn.Module:
