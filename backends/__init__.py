@@ -4,6 +4,7 @@ Check-and-measure helpers (random inputs, running, comparing, interleaved timing
 the `Backend` protocol the search prices graphs with.
 """
 
+from taso.backends._kernels import nchwc_block
 from taso.backends._session import (
     GraphOptimization,
     ModelSource,
@@ -42,6 +43,7 @@ from taso.backends.timing import (
 )
 
 __all__ = [
+    "nchwc_block",
     "KernelCostModel",
     "KernelRecord",
     "Timing",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from taso.pipeline._pad_channels import PAD_CHANNELS
+from taso.pipeline._pad_channels import is_pad_rule
 from taso.report import Report, SiteNode, SweepRecord
 from taso.substitutions.rule import Rule
 
@@ -61,7 +61,8 @@ def report_html(report: Report, rules: Sequence[Rule] = ()) -> str:
 
 
 PADDING_MATH = "op(concat(x, p, 1)) = concat(op(x), op(p), 1); conv(concat(x, p, 1), concat(w, 0, 1)) = conv(x, w)"
-PADDING_FACTS = ("a whole-graph rewrite, not a rule: conv channel classes widened to multiples of 16, each widened "
+PADDING_FACTS = ("a whole-graph rewrite, not a rule: conv channel classes widened to multiples of ORT's channel block "
+                 "on this machine (the number after the rule id), each widened "
                  "node an instance of a lemma validated by Z3 and numerically (opspecs/axioms/channel_pad.py); "
                  "exactness: reassociates (the wider kernels may sum in another order)")
 
@@ -81,7 +82,7 @@ def _sweep_section(sweep: SweepRecord, rule: Rule | None) -> str:
     facts = ("rule not among the rules given" if rule is None
              else f"proof: {rule.proof.status.value}; exactness: {rule.exactness.value}")
     math = "" if rule is None else f'<p><span class="math">{_e(rule.math)}</span></p>'
-    if sweep.rule_id == PAD_CHANNELS:
+    if is_pad_rule(sweep.rule_id):
         facts, math = PADDING_FACTS, f'<p><span class="math">{_e(PADDING_MATH)}</span></p>'
     return "\n".join([
         f"<h2>Kept: {_e(sweep.rule_id)}</h2>", math, *_joint_note(sweep),

@@ -5,7 +5,9 @@ multiples of the block (16 on AVX-512, 8 on AVX2); a network of 8-, 24-, 40- or 
 layers (MobileNetV3 at width 0.35, NASNet's 11/22/44/88) runs those convs in plain NCHW with
 reorders between blocked neighbours: 29% of PP-OCR's text-direction classifier went to
 ReorderInput/ReorderOutput. Here every such *channel class* is widened to the next multiple
-of `BLOCK`, and the extra channels never reach a real one:
+of the block of the machine ORT runs on (`block`: `taso.backends.nchwc_block`), and the
+extra channels never reach a real one. The block matters both ways: on an AVX2 machine a
+24-channel class is already blocked, and widening it to 32 only adds work:
 
 A class is the set of 4-D values that must share one channel layout: a group-1 conv's
 output, and everything channel-wise ops carry it to (unary activations, pooling, spatial
@@ -17,7 +19,7 @@ extended (zero weights and shifts, variance and divisors 1). A channel Concat of
 classes writes their extra channels where they are, between the real ones (GhostNet's
 ghost halves of 8, 12 or 20 channels each widened to 16 before they are joined): a class
 holding a Concat's output takes the layout of its parts, the same for every Concat in it,
-and must come out a multiple of `BLOCK` wide. A class is widened only if every value in it
+and must come out a multiple of the block wide. A class is widened only if every value in it
 is produced and read by such ops: one that reaches a graph output, a subgraph, a reshape,
 a Concat on another axis or any other op keeps its width, and so do the parts of a Concat
 whose output keeps its width.
@@ -46,11 +48,21 @@ from onnx import numpy_helper
 from taso.ir import Graph, Initializer, Node, TensorType
 from taso.search.rewrite import Rewrite
 
-PAD_CHANNELS = "layout/pad-channels-16"
-"""The rule id under which a graph with widened channel classes is swept and reported."""
+PAD_CHANNELS = "layout/pad-channels-"
+"""The rule id, less the block, under which a graph with widened channel classes is swept
+and reported (`pad_rule_id`: "layout/pad-channels-8" on AVX2)."""
 
 BLOCK = 16
-"""The channel block of ORT's NCHWc kernels on AVX-512 (a multiple of AVX2's 8)."""
+"""The channel block of ORT's NCHWc kernels on AVX-512, the default of `pad_channels`."""
+
+
+def pad_rule_id(block: int) -> str:
+    """The rule id of channel padding to multiples of `block`."""
+    return f"{PAD_CHANNELS}{block}"
+
+
+def is_pad_rule(rule_id: str) -> bool:
+    return rule_id.startswith(PAD_CHANNELS)
 
 _STANDARD = ("", "ai.onnx")
 CARRIED = frozenset({"Relu", "HardSwish", "HardSigmoid", "Sigmoid", "Tanh", "Clip", "GlobalAveragePool",
@@ -80,9 +92,9 @@ class Layout:
         return cls(tuple(range(channels)), channels)
 
     @classmethod
-    def trailing(cls, channels: int) -> Layout:
-        """The real channels first, the extra ones after, up to a multiple of `BLOCK`."""
-        return cls(tuple(range(channels)), -(-channels // BLOCK) * BLOCK)
+    def trailing(cls, channels: int, block: int) -> Layout:
+        """The real channels first, the extra ones after, up to a multiple of `block`."""
+        return cls(tuple(range(channels)), -(-channels // block) * block)
 
     @property
     def widened(self) -> bool:
@@ -102,22 +114,25 @@ class Padding:
     nodes: int
 
 
-def padded_rewrites(graph: Graph, near: frozenset[int] | None) -> Iterator[Rewrite]:
-    """The channel padding of `graph` as one `Rewrite` (none if no class can be widened, or
-    when asked only for rewrites near a change: it is a whole-graph rewrite)."""
+def padded_rewrites(graph: Graph, near: frozenset[int] | None, *, block: int = BLOCK) -> Iterator[Rewrite]:
+    """The channel padding of `graph` to multiples of `block` as one `Rewrite` (none if no
+    class can be widened, or when asked only for rewrites near a change: it is a
+    whole-graph rewrite)."""
     if near is not None:
         return
-    padding = pad_channels(graph)
+    padding = pad_channels(graph, block=block)
     if padding is not None:
         removed = frozenset(graph.nodes.keys() - padding.graph.nodes.keys())
         added = frozenset(padding.graph.nodes.keys() - graph.nodes.keys())
-        yield Rewrite(PAD_CHANNELS, padding.graph, removed, added)
+        yield Rewrite(pad_rule_id(block), padding.graph, removed, added)
 
 
-def pad_channels(graph: Graph) -> Padding | None:
-    """`graph` with every channel class that can be widened widened to a multiple of `BLOCK`."""
+def pad_channels(graph: Graph, *, block: int = BLOCK) -> Padding | None:
+    """`graph` with every channel class that can be widened widened to a multiple of `block`."""
+    if block < 2:
+        raise ValueError(f"a channel block is at least 2 channels, got {block}")
     classes = _Classes.of(graph)
-    layouts = classes.layouts()
+    layouts = classes.layouts(block)
     if not layouts:
         return None
     return _Widener(graph, classes, layouts).widened()
@@ -184,7 +199,7 @@ class _Classes:
         else:
             self.fixed.update(name for name in (*node.inputs, *node.outputs) if name and self.channels(name) is not None)
 
-    def layouts(self) -> dict[str, Layout]:
+    def layouts(self, block: int) -> dict[str, Layout]:
         """The layout of each class root that is widened. A class whose Concats disagree, or
         come out a width ORT cannot block, keeps its width; so do the parts of a Concat
         whose class keeps its width; that may change other layouts: repeat until none does."""
@@ -193,7 +208,7 @@ class _Classes:
             members.setdefault(self.root(name), []).append(name)
         fixed = {self.root(name) for name in self.fixed if name in self.parent}
         while True:
-            laid = _Layouts(self, members, fixed)
+            laid = _Layouts(self, members, fixed, block)
             for root in members:
                 laid.of(root)
             if laid.conflicts <= fixed:  # nothing new keeps its width: these layouts agree
@@ -204,8 +219,8 @@ class _Classes:
 class _Layouts:
     """One pass choosing each class's layout, collecting the classes that must keep their width."""
 
-    def __init__(self, classes: _Classes, members: Mapping[str, list[str]], fixed: set[str]) -> None:
-        self.classes, self.members, self.fixed = classes, members, fixed
+    def __init__(self, classes: _Classes, members: Mapping[str, list[str]], fixed: set[str], block: int) -> None:
+        self.classes, self.members, self.fixed, self.block = classes, members, fixed, block
         self.done: dict[str, Layout] = {}
         self.conflicts: set[str] = set()
         self.visiting: set[str] = set()
@@ -230,8 +245,8 @@ class _Layouts:
             return Layout.identity(channels)
         if sources:
             return self._concatenated(root, sources, channels)
-        if channels >= 2 and channels % BLOCK and any(name in self.classes.produced for name in names):
-            return Layout.trailing(channels)
+        if channels >= 2 and channels % self.block and any(name in self.classes.produced for name in names):
+            return Layout.trailing(channels, self.block)
         return Layout.identity(channels)
 
     def _concatenated(self, root: str, sources: list[tuple[str, ...]], channels: int) -> Layout:
@@ -242,7 +257,7 @@ class _Layouts:
                 layout = layout.then(self.of(part))
             candidates.add(layout)
         (layout, *others) = candidates
-        if others or (layout.widened and layout.width % BLOCK):
+        if others or (layout.widened and layout.width % self.block):
             self.conflicts.add(root)
             return Layout.identity(channels)
         return layout

@@ -20,10 +20,10 @@ from pathlib import Path
 from taso.errors import UsageError
 from taso.ir import Graph
 from taso.opspecs import spec_by_name
-from taso.pipeline._pad_channels import PAD_CHANNELS, padded_rewrites
+from taso.pipeline._pad_channels import is_pad_rule, padded_rewrites
 from taso.pipeline.budget import Budget
 from taso.report import StopReason, Unwritten
-from taso.search import CostModel, Patience, Rewrite, SearchProgress, search
+from taso.search import CostModel, Expand, Patience, Rewrite, SearchProgress, search
 from taso.search.sweep import Judge, SweepStep, sweep
 from taso.substitutions.matching import (
     Match,
@@ -169,14 +169,25 @@ def make_expand(
     return expand
 
 
-def _with_padding(expand: Callable[[Graph, frozenset[int] | None], Iterator[Rewrite]],
-                  ) -> Callable[[Graph, frozenset[int] | None], Iterator[Rewrite]]:
-    """`expand` and, for the sweeps alone, the channel padding (`_pad_channels`): a
-    whole-graph rewrite whose gain shows only when measured whole."""
+def _padding(block: int | None) -> Expand:
+    """The channel padding to multiples of `block` (`_pad_channels`), or nothing (None)."""
+
+    def padding(graph: Graph, near: frozenset[int] | None) -> Iterator[Rewrite]:
+        if block is not None:
+            yield from padded_rewrites(graph, near, block=block)
+
+    return padding
+
+
+def _with_padding(expand: Expand, block: int | None) -> Expand:
+    """`expand` and, for the sweeps alone, the channel padding to multiples of `block`
+    (`_pad_channels`; None: none): a whole-graph rewrite whose gain shows only when
+    measured whole."""
+    padding = _padding(block)
 
     def with_padding(graph: Graph, near: frozenset[int] | None) -> Iterator[Rewrite]:
         yield from expand(graph, near)
-        yield from padded_rewrites(graph, near)
+        yield from padding(graph, near)
 
     return with_padding
 
@@ -193,6 +204,9 @@ class Sweeping:
     the current graph, or predicts under `min_predicted` faster, is not judged (see
     `taso.search.sweep`)."""
     min_predicted: float = 0.0
+    channel_block: int | None = None
+    """The channel block that channel padding widens to (ORT CPU's NCHWc block on this
+    machine); None: no channel padding."""
 
 
 def run_search(
@@ -232,8 +246,9 @@ def run_search(
         by_id = {rule.id: rule for rule in rules}
         share = budget.sweeps()
         phase = sweep(
-            graph, _with_padding(expand), sweeping.judge, prior=sweeping.prior, time_budget_s=share.seconds,
-            expand_rule=lambda rule_id: (padded_rewrites if rule_id == PAD_CHANNELS
+            graph, _with_padding(expand, sweeping.channel_block), sweeping.judge, prior=sweeping.prior,
+            time_budget_s=share.seconds,
+            expand_rule=lambda rule_id: (_padding(sweeping.channel_block) if is_pad_rule(rule_id)
                                          else make_expand([by_id[rule_id]], unwritten=log)),
             on_step=sweeping.on_step,
             screen=sweeping.screen, min_predicted=sweeping.min_predicted,

@@ -33,7 +33,7 @@ from taso._model_io import (
     write_text_atomic,
 )
 from taso._onnx_import import import_model
-from taso.backends import AnalyticalCostModel, ShapeProfile
+from taso.backends import AnalyticalCostModel, ShapeProfile, nchwc_block
 from taso.backends.compare import ReferenceRun, run_reference
 from taso.backends.graph_cost import Folds, MeasuredCostModel
 from taso.backends.kernel_cost import KernelCostModel, weight_bytes
@@ -54,6 +54,7 @@ from taso.pipeline._decide import (
 )
 from taso.pipeline._export import checked_export, export
 from taso.pipeline._html import report_html as render_html
+from taso.pipeline._pad_channels import BLOCK
 from taso.pipeline._provenance import call_record
 from taso.pipeline._rewriting import RulesArg, SearchOutcome, Sweeping, resolve_rules, run_search
 from taso.pipeline._upgrade import check_target_opset, upgraded
@@ -384,11 +385,26 @@ def _sweeping(
     judge = guarded_judge(measured, on_failure=note)
     prior = GuardedCost(AnalyticalCostModel(profile=profile, folds=Folds.ORT), None, on_failure=note,
                         name="the sweep's analytical prior")
+    block = _channel_block(target, note)
     if target.spec.pricing is not Pricing.KERNELS or weight_bytes(graph) > SCREEN_MAX_BYTES:
-        return Sweeping(judge, prior, on_step)
+        return Sweeping(judge, prior, on_step, channel_block=block)
     screen = GuardedCost(KernelCostModel(profile=profile, whole_graph_bytes=math.inf), None, on_failure=note,
                          name="the sweep screen (kernel cost model)")  # sweeps are priced whole
-    return Sweeping(judge, prior, on_step, screen=screen, min_predicted=MIN_PREDICTED_SPEEDUP)
+    return Sweeping(judge, prior, on_step, screen=screen, min_predicted=MIN_PREDICTED_SPEEDUP, channel_block=block)
+
+
+def _channel_block(target: _Target, note: Callable[[str], None]) -> int | None:
+    """The channel block that channel padding widens to: on ORT CPU, the NCHWc block of
+    this machine (16 with AVX-512, 8 with AVX2; None where ORT has no NCHWc kernels, or
+    the probe failed); elsewhere the AVX-512 block, as before (not measured on a GPU)."""
+    if target.spec.pricing is not Pricing.KERNELS:
+        return BLOCK
+    try:
+        block = nchwc_block()
+    except Exception as error:  # noqa: BLE001 - a failed probe costs the padding, not the call
+        note(f"channel padding skipped: ORT's channel block could not be read ({describe(error)})")
+        return None
+    return block if block > 1 else None
 
 
 SCREEN_MAX_BYTES = 128 << 20

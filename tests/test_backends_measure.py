@@ -314,6 +314,7 @@ def test_public_api_is_pinned():
             "max_ir_version",
             "measure_interleaved",
             "measure_latency",
+            "nchwc_block",
             "resolve_shapes",
             "run_model",
         ]

@@ -19,7 +19,7 @@ from taso.examples.make_model import build as build_example
 from taso.ir import INTERNAL_DOMAIN, Graph
 from taso.pipeline._choose import sweep_record as _sweep_record
 from taso.pipeline._html import PADDING_FACTS, PADDING_MATH, report_html, site_graph, site_svg
-from taso.pipeline._pad_channels import PAD_CHANNELS
+from taso.pipeline._pad_channels import pad_rule_id
 from taso.pipeline._rewriting import Sweeping, default_rules, run_search
 from taso.pipeline.budget import Budget
 from taso.pipeline.cli import main
@@ -75,7 +75,7 @@ def test_every_kept_sweep_gets_its_rule_and_a_picture(swept: tuple[Report, list]
 def test_a_kept_channel_padding_says_what_it_rests_on(swept: tuple[Report, list]) -> None:
     report, rules = swept
     first = next(s for s in report.sweeps if s.kept)
-    padded = dataclasses.replace(report, sweeps=(dataclasses.replace(first, rule_id=PAD_CHANNELS),))
+    padded = dataclasses.replace(report, sweeps=(dataclasses.replace(first, rule_id=pad_rule_id(8)),))
     page = report_html(padded, rules)
     assert _escaped(PADDING_FACTS) in page and _escaped(PADDING_MATH) in page
     assert "rule not among the rules given" not in page

@@ -14,7 +14,7 @@ from taso.opspecs.axioms.channel_pad import LEMMAS, concat_channels
 from taso.opspecs.axioms.conv import conv
 from taso.opspecs.axioms.validate import validate_axiom
 from taso.pipeline._export import export
-from taso.pipeline._pad_channels import BLOCK, CARRIED, PAD_CHANNELS, pad_channels, padded_rewrites
+from taso.pipeline._pad_channels import BLOCK, CARRIED, pad_channels, pad_rule_id, padded_rewrites
 from taso.pipeline._pad_channels import LEMMAS as LEMMAS_BY_OP
 from tests.helpers.graphs import make_graph, weight
 from tests.helpers.ort import assert_same_outputs
@@ -95,7 +95,7 @@ def test_the_export_drops_the_declarations_of_widened_values() -> None:
 def test_the_padding_is_one_whole_graph_rewrite() -> None:
     graph = _se_block()
     (rewrite,) = padded_rewrites(graph, None)
-    assert rewrite.rule_id == PAD_CHANNELS and rewrite.graph.types["a"].shape[1] == BLOCK
+    assert rewrite.rule_id == pad_rule_id(BLOCK) and rewrite.graph.types["a"].shape[1] == BLOCK
     assert list(padded_rewrites(graph, frozenset(graph.nodes))) == []
 
 
