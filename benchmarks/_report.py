@@ -28,7 +28,7 @@ from benchmarks._corpus_run import (
 )
 from benchmarks._measure import NOISE_ROW, PairTiming, Row, RowStatus, TimingPlan
 from benchmarks._tools import TIME_TO_BEST
-from taso.backends import max_ir_version
+from taso.backends import max_ir_version, nchwc_block
 
 _PACKAGES = ("onnx", "onnxruntime", "onnxsim", "onnxslim", "onnxoptimizer", "taso-onnx", "numpy")
 
@@ -47,6 +47,8 @@ def machine_info() -> dict[str, object]:
     return {
         "nproc": os.cpu_count(),
         "cpu_model": _cpu_model(),
+        "vector_isa": _vector_isa(),
+        "nchwc_block": nchwc_block(),
         "platform": platform.platform(),
         "python": sys.version.split()[0],
         "packages": {name: _version(name) for name in _PACKAGES},
@@ -62,6 +64,19 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def _vector_isa() -> str:
+    """The widest x86 vector extension the CPU reports (what ORT's kernels, and its NCHWc
+    block, depend on): AVX-512, AVX2, or what else the CPU is."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            flags = next((line.split(":", 1)[1].split() for line in handle if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    if "avx512f" in flags:
+        return "AVX-512"
+    return "AVX2" if "avx2" in flags else platform.machine() or "unknown"
 
 
 def _version(package: str) -> str | None:
@@ -231,10 +246,17 @@ def _machine_line(results: Results) -> str:
     machine, config = results.machine, results.config
     packages = ", ".join(f"{k} {v}" for k, v in machine["packages"].items() if v)  # type: ignore[union-attr]
     return (
-        f"Machine: {machine['nproc']} cores, {machine['cpu_model']}, {machine['platform']}, "
+        f"Machine: {machine['nproc']} cores, {machine['cpu_model']}{_vector_note(machine)}, {machine['platform']}, "
         f"Python {machine['python']}; {packages}. Run: {config['command']} "
         f"({results.duration_s / 60:.1f} min)."
     )
+
+
+def _vector_note(machine: dict[str, object]) -> str:
+    """" (AVX2; ORT's NCHWc block 8)", or nothing for results recorded before both were."""
+    if "vector_isa" not in machine:
+        return ""
+    return f" ({machine['vector_isa']}; ORT's NCHWc block {machine.get('nchwc_block')})"
 
 
 # --- noise and footnotes ------------------------------------------------------------

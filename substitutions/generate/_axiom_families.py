@@ -12,11 +12,13 @@ narrow groups is judged apart from one over its depthwise convs. Each rule is an
 instance of the validated axiom (method "axiom", as every axiom-derived rule) and
 carries witness configs that exercise it.
 
-Why widths 16 and 32: ORT keeps convs in its blocked NCHWc layout when their channels
-per group fill its 16-float (AVX-512) blocks; ResNeXt's 4- and 8-channel groups do not.
-Measured on ResNeXt-50 (2 threads, ORT 1.31): widening its 4- and 8-channel groups to 16
-made the whole model 1.11x faster, to 32 1.08x; depthwise convs widened to 16 were
-1.2-1.3x slower on MobileNetV3 and NasNet. The search measures every candidate; these
+Why widths 8, 16 and 32: ORT keeps convs in its blocked NCHWc layout when their channels
+per group fill its blocks, 16 floats with AVX-512 and 8 with AVX2; ResNeXt's 4- and
+8-channel groups do not on AVX-512, its 4-channel groups do not on AVX2.
+Measured on ResNeXt-50 (2 threads, ORT 1.31, AVX-512): widening its 4- and 8-channel
+groups to 16 made the whole model 1.11x faster, to 32 1.08x; depthwise convs widened to
+16 were 1.2-1.3x slower on MobileNetV3 and NasNet. On an AVX2 machine (ORT 1.32) widening
+the 4-channel groups to 8 measured 1.03x. The search measures every candidate; these
 rules only offer the choice.
 """
 
