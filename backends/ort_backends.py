@@ -116,7 +116,7 @@ class OrtCpuBackend(_OrtBackend):
 
     @property
     def device(self) -> str:
-        return f"{_cpu_model()} x{self.threads} threads"
+        return f"{_cpu_model()}{_vector_isa()} x{self.threads} threads"
 
 
 @dataclass(frozen=True)
@@ -177,6 +177,20 @@ def _cuda_works(device_id: int) -> bool:
     except BackendError:
         return False
     return _CUDA in session.get_providers()
+
+
+@functools.cache
+def _vector_isa() -> str:
+    """" (AVX-512)" or " (AVX2)" from the CPU's flags, or nothing: part of the device label,
+    since ORT's kernels and NCHWc block follow it and hosts of either kind can report the
+    same model name ("AMD EPYC" under KVM, seen with both), so that a cost cache shared by
+    such machines never replays one's verdicts on the other."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.is_file():
+        return ""
+    flags = next((line.partition(":")[2].split() for line in cpuinfo.read_text(errors="replace").splitlines()
+                  if line.startswith("flags")), [])
+    return " (AVX-512)" if "avx512f" in flags else " (AVX2)" if "avx2" in flags else ""
 
 
 @functools.cache

@@ -3,10 +3,12 @@ AVX2, 16 with AVX-512, none where ORT has no blocked kernels (`_pad_channels`, `
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from onnx import helper as h
 
-from taso.backends import AnalyticalCostModel, nchwc_block
+from taso.backends import AnalyticalCostModel, OrtCpuBackend, nchwc_block
 from taso.backends.registry import backend_spec
 from taso.ir import Graph
 from taso.pipeline import api
@@ -97,3 +99,15 @@ def test_on_ort_cpu_the_block_is_this_machines(monkeypatch: pytest.MonkeyPatch) 
 
 def test_the_default_block_is_avx512s() -> None:
     assert BLOCK == 16 and nchwc_block() in (1, 4, 8, 16)
+
+
+def test_the_cpu_device_label_names_the_vector_isa() -> None:
+    """Verdicts and kernel costs are cached by device: an AVX2 host and an AVX-512 host that
+    both call themselves "AMD EPYC" must not share them."""
+    flags = next((line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), "") \
+        if Path("/proc/cpuinfo").is_file() else ""
+    label = OrtCpuBackend(cache=None).device
+    if " avx512f" in flags:
+        assert "(AVX-512)" in label
+    elif " avx2" in flags:
+        assert "(AVX2)" in label
