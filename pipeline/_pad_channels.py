@@ -62,6 +62,7 @@ def pad_rule_id(block: int) -> str:
 
 
 def is_pad_rule(rule_id: str) -> bool:
+    """Whether `rule_id` is channel padding's, to whatever block (`pad_rule_id`)."""
     return rule_id.startswith(PAD_CHANNELS)
 
 _STANDARD = ("", "ai.onnx")
