@@ -180,24 +180,23 @@ def _cuda_works(device_id: int) -> bool:
 
 
 @functools.cache
+def _cpuinfo(key: str) -> str | None:
+    """The value of the first `key` line of /proc/cpuinfo (None: no such line or file)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.is_file():
+        return None
+    return next((line.partition(":")[2].strip() for line in cpuinfo.read_text(errors="replace").splitlines()
+                 if line.startswith(key)), None)
+
+
 def _vector_isa() -> str:
     """" (AVX-512)" or " (AVX2)" from the CPU's flags, or nothing: part of the device label,
     since ORT's kernels and NCHWc block follow it and hosts of either kind can report the
     same model name ("AMD EPYC" under KVM, seen with both), so that a cost cache shared by
     such machines never replays one's verdicts on the other."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if not cpuinfo.is_file():
-        return ""
-    flags = next((line.partition(":")[2].split() for line in cpuinfo.read_text(errors="replace").splitlines()
-                  if line.startswith("flags")), [])
+    flags = (_cpuinfo("flags") or "").split()
     return " (AVX-512)" if "avx512f" in flags else " (AVX2)" if "avx2" in flags else ""
 
 
-@functools.cache
 def _cpu_model() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    return platform.processor() or platform.machine() or "unknown cpu"
+    return _cpuinfo("model name") or platform.processor() or platform.machine() or "unknown cpu"

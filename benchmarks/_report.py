@@ -55,25 +55,23 @@ def machine_info() -> dict[str, object]:
     }
 
 
-def _cpu_model() -> str:
+def _cpuinfo(key: str) -> str | None:
+    """The value of the first `key` line of /proc/cpuinfo (None: no such line or file)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+            return next((line.split(":", 1)[1].strip() for line in handle if line.startswith(key)), None)
     except OSError:
-        pass
-    return platform.processor() or "unknown"
+        return None
+
+
+def _cpu_model() -> str:
+    return _cpuinfo("model name") or platform.processor() or "unknown"
 
 
 def _vector_isa() -> str:
     """The widest x86 vector extension the CPU reports (what ORT's kernels, and its NCHWc
     block, depend on): AVX-512, AVX2, or what else the CPU is."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            flags = next((line.split(":", 1)[1].split() for line in handle if line.startswith("flags")), [])
-    except OSError:
-        flags = []
+    flags = (_cpuinfo("flags") or "").split()
     if "avx512f" in flags:
         return "AVX-512"
     return "AVX2" if "avx2" in flags else platform.machine() or "unknown"
