@@ -6,7 +6,10 @@ The database lives in `TASO_CACHE_DIR` if set, else in
 `platformdirs.user_cache_dir("taso-onnx")`, unless a directory is given explicitly.
 
 Concurrency: WAL journal (readers never block the writer), a busy timeout, and every
-write is one short `INSERT OR REPLACE` transaction. A connection is opened per call,
+write is one short `INSERT OR REPLACE` transaction. SQLite answers "database is locked"
+at once, without waiting, where waiting could deadlock (two processes creating the
+database together and both switching it to WAL); such an operation is retried on a fresh
+connection, with backoff, for up to the busy timeout. A connection is opened per call,
 so instances survive `fork` and are safe to use from several threads.
 
 Faults never break a run. A corrupted database (not SQLite, or "malformed") is moved
@@ -48,6 +51,8 @@ CORRUPT_SUFFIX = ".corrupt"  # where a corrupted database is moved before the re
 _JOURNAL_SUFFIXES = ("-wal", "-shm")  # a stale WAL would be replayed into the new database
 _CORRUPTION_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 _STORE_ERRORS = (OSError, sqlite3.Error)
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+_FIRST_BACKOFF_S, _LAST_BACKOFF_S = 0.01, 0.5
 
 # Paths whose fallback to memory this process has already warned about, and the lock
 # that makes an instance's switch to memory (and that warning) happen once.
@@ -234,7 +239,7 @@ class CostCache:
         if memory is not None:
             return action(memory)
         try:
-            return action(_SqliteStore(self.path))
+            return _retrying_while_busy(action, _SqliteStore(self.path))
         except _STORE_ERRORS as error:
             return self._recover(action, error)
 
@@ -263,6 +268,26 @@ class CostCache:
                 stacklevel=2,
             )
         return memory
+
+
+def _retrying_while_busy(action: Callable[[_Store], T], store: _SqliteStore) -> T:
+    """`action(store)`, retried while SQLite says the database is busy or locked, until
+    `BUSY_TIMEOUT_S` has passed; each try opens its own connection and holds no lock."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    backoff = _FIRST_BACKOFF_S
+    while True:
+        try:
+            return action(store)
+        except sqlite3.OperationalError as error:
+            if not _is_busy(error) or time.monotonic() + backoff > deadline:
+                raise
+        time.sleep(backoff)
+        backoff = min(2 * backoff, _LAST_BACKOFF_S)
+
+
+def _is_busy(error: sqlite3.Error) -> bool:
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in _BUSY_CODES
 
 
 def _reason(error: BaseException) -> str:

@@ -145,6 +145,44 @@ def test_symlinked_garbage_is_never_followed(tmp_path: Path):
     assert not (directory / f"{DATABASE_NAME}.corrupt").exists()
 
 
+def _locked_connect(monkeypatch, times: int | None) -> list[int]:
+    """The first `times` connections (every one with None) answer "database is locked"
+    at once, as SQLite does where waiting could deadlock; returns the attempts made."""
+    connect, attempts = sqlite3.connect, []
+
+    def locked(*args: object, **kwargs: object) -> sqlite3.Connection:
+        attempts.append(1)
+        if times is None or len(attempts) <= times:
+            error = sqlite3.OperationalError("database is locked")
+            error.sqlite_errorcode = sqlite3.SQLITE_BUSY
+            raise error
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", locked)
+    return attempts
+
+
+def test_a_database_locked_for_a_moment_is_retried_not_abandoned(tmp_path: Path, monkeypatch):
+    attempts = _locked_connect(monkeypatch, times=3)
+    cache = CostCache(tmp_path)
+    with warnings.catch_warnings(record=True) as record:
+        cache.put(KEY, 6.0)
+    assert cache.persistent and not _cache_warnings(record) and len(attempts) == 4
+    monkeypatch.undo()
+    assert CostCache(tmp_path).get(KEY) == 6.0
+
+
+def test_a_database_that_stays_locked_falls_back_after_the_busy_timeout(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(cost_cache, "BUSY_TIMEOUT_S", 0.1)
+    attempts = _locked_connect(monkeypatch, times=None)
+    cache = CostCache(tmp_path)
+    with warnings.catch_warnings(record=True) as record:
+        cache.put(KEY, 6.0)
+        assert cache.get(KEY) == 6.0
+    assert not cache.persistent and len(_cache_warnings(record)) == 1
+    assert 2 <= len(attempts) < 10  # retried with backoff, then gave up
+
+
 def _unusable_dev_null(tmp_path: Path) -> str:
     return "/dev/null"
 
