@@ -78,8 +78,8 @@ def check_and_choose(
     """Check and measure the candidate; pick what to return.
 
     With measured costs, a candidate whose predicted gain is under `MIN_SPEEDUP` is not
-    measured (the decision needs at least that in two rounds; on a ResNet-50 the two
-    rounds cost ~8 s): the original is returned, unchecked, saying so. A candidate
+    measured (the decision needs a measured median of at least that; on a ResNet-50 its
+    looks cost ~8 s): the original is returned, unchecked, saying so. A candidate
     measured not faster whose search left a `Fallback` (a graph every step of which was
     confirmed) has the fallback checked and decided in its place, where that fits before
     `deadline` (`_with_fallback`).
@@ -91,7 +91,7 @@ def check_and_choose(
     if outcome.applied:
         decision = Decision.OPTIMIZED if check else Decision.UNCHECKED
         if check and measured_costs and _predicted_gain(outcome) < MIN_SPEEDUP:
-            decision = Decision.NOT_PREDICTED_FASTER  # two rounds of >= 1.01x would be needed
+            decision = Decision.NOT_PREDICTED_FASTER  # a measured median of >= 1.01x would be needed
     trial = _Trial(CheckStatus.SKIPPED, {}, predicted, decision, candidate, dict(outcome.applied))
     if check and decision is Decision.OPTIMIZED:
         on = _Checking(loaded, original_graph, reference, profile, phases, say, device or cpu(), deadline)

@@ -294,7 +294,7 @@ def run_search(
 
 MIN_SEARCH_GAIN = 1.01
 """After sweeps, the backtracking search's result is kept only if priced at least this much
-faster than the swept graph: the final decision needs a measured 1.01x in both rounds
+faster than the swept graph: the final decision needs a measured median 1.01x
 (`_decide.MIN_SPEEDUP`), which a smaller predicted gain does not reach. Over two runs of
 the 34-model corpus the backtracking search kept Relu-as-Clip, Add and Mul re-associations
 in 13 calls; none was returned (each call ended "not predicted faster" or "not faster").

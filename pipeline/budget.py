@@ -39,9 +39,9 @@ at 0.6 of a 10 s call, ResNeXt-50's regrouping sweep did not get its turn (at 0.
 machine where it gains only 4%, it still missed it at times)."""
 
 DECISION_SLACK = 0.1
-"""The measured decision may extend its rounds up to this share of the call past its
-deadline. Its two rounds are reserved in the budget, their extensions are not: at the end
-of a call the search had spent, a round one order-balanced block short of significance
+"""The measured decision may take its later looks up to this share of the call past its
+deadline. Its first two looks are reserved in the budget, the later ones are not: at the
+end of a call the search had spent, a decision one order-balanced block short of significance
 (ResNeXt-50's regrouping at 1.125x, YOLOv8n's un-merging at 1.06x: 6 of 7 blocks won)
 could not be extended, and a real gain was thrown away."""
 
@@ -52,7 +52,7 @@ for a second decision when the first contradicts the sweeps this call kept
 (`_decide.decide_contradicted`): one decision is `DECISION_RUNS` of the
 `DEFAULT_JUDGEMENTS * JUDGEMENT_RUNS + DECISION_RUNS` runs a latency-scaled default pays
 for, 8%. A given budget stays a hard limit (its slack is `DECISION_SLACK` alone).
-That share is less than a slow model's decision with extended rounds: on YOLO11n (54 ms,
+That share is less than a slow model's decision with all its looks: on YOLO11n (54 ms,
 a 39 s default) 3.9 s against up to 8 s, and a first decision that said "not faster"
 against two kept sweeps (1.08x and 1.06x, each confirmed both ways) got no second one; so
 the slack is at least the model's longest decision (`Budget.decision_deadline`)."""
@@ -83,7 +83,7 @@ more through.
 """
 
 DECISION_RUNS = 60
-"""Runs of the final measured decision, both models: two rounds of at least 12 pairs plus
+"""Runs of the final measured decision, both models: two looks of at least 12 pairs plus
 probe and warm-up pairs (`decide_seconds` for the exact count at a given latency)."""
 
 SECONDS_PER_NODE = 0.01
@@ -207,7 +207,7 @@ class Budget:
         return max(always_judged_ms, affordable)
 
     def decision_deadline(self, second_decision_s: float = 0.0) -> float:
-        """When the measured decision must stop extending its rounds (and, with a default
+        """When the measured decision must stop taking more looks (and, with a default
         budget, a second decision must have ended: `SECOND_DECISION_SLACK` of the call, or
         `second_decision_s`, the longest a decision of this model takes, if more)."""
         slack = DECISION_SLACK * self.seconds

@@ -65,7 +65,7 @@ class Latency:
     measured_optimized_ms: float | None = None
     measured_spread: float | None = None
     """How noisy the measurement was: the p90 minus the p10 of the per-pair ratios
-    optimized/original over the decision's rounds (0.05: the middle 80% of the pairs'
+    optimized/original over the decision's looks (0.05: the middle 80% of the pairs'
     ratios lie within 5 points of each other). None where nothing was measured."""
     measured_cached: bool | None = None
     """True when the measured latencies, spread and verdict were read from the cost cache
@@ -367,7 +367,7 @@ class Report:
                   _change(self.input_ops.get(op, 0), self.output_ops.get(op, 0))) for op in shown_ops(self.input_ops, self.output_ops)]
         speedup = "" if lat.speedup is None else f"{lat.speedup:.3f}x" + (" (from the cost cache)" if lat.measured_cached else "")
         if lat.speedup is not None and lat.speedup > 1.0 and self.decision is Decision.NOT_FASTER:
-            speedup += " (not significant)"  # the median of rounds the decision's sign test did not pass
+            speedup += " (not significant)"  # a median the decision's significance test did not pass
         rows.append(("latency, measured", _ms(lat.measured_original_ms), _ms(lat.measured_optimized_ms), speedup))
         rows.append(("latency, predicted", _ms(lat.predicted_original_ms), _ms(lat.predicted_optimized_ms),
                      _x(_ratio(lat.predicted_original_ms, lat.predicted_optimized_ms), missing="")))

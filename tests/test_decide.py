@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from taso.backends import InterleavedTiming
 from taso.backends.timing import _interleaved as _timing
-from taso.pipeline._decide import MIN_SIGN_Z, _verdict, balanced_sign_z, pairs_for, sign_test_z
+from taso.pipeline._decide import (
+    MIN_DECIDE_Z,
+    MIN_SIGN_Z,
+    balanced_rank_z,
+    balanced_sign_z,
+    pairs_for,
+    sign_test_z,
+    signed_rank_z,
+)
 
 
 def _order_effect(pairs: int, speedup: float) -> tuple[list[float], list[float]]:
@@ -29,11 +37,10 @@ def test_order_effects_cancel_over_balanced_blocks() -> None:
     assert balanced_sign_z(same_a, same_b) < MIN_SIGN_Z and abs(_timing(same_a, same_b).speedup - 1.0) < 0.01
 
 
-def test_a_real_speedup_is_kept() -> None:
-    a = [10.0 + 0.1 * (i % 7) for i in range(100)]
+def test_a_real_speedup_is_significant() -> None:
+    a = [10.0 + 0.1 * (i % 7) for i in range(48)]
     b = [x * 0.9 for x in a]
-    verdict = _verdict([_timing(a, b), _timing(a, b)])
-    assert verdict.faster and abs(verdict.speedup - 1 / 0.9) < 1e-6
+    assert balanced_rank_z(a, b) >= MIN_DECIDE_Z and balanced_rank_z(b, a) <= -MIN_DECIDE_Z
 
 
 def test_noise_is_not_a_speedup() -> None:
@@ -41,13 +48,26 @@ def test_noise_is_not_a_speedup() -> None:
     a = [10.0 + (i % 5) for i in range(100)]
     b = [10.0 + ((i + 2) % 5) * 0.98 for i in range(100)]
     assert sign_test_z(a, b) < MIN_SIGN_Z
-    assert not _verdict([_timing(a, b), _timing(a, b)]).faster
+    assert balanced_rank_z(a, b) < MIN_DECIDE_Z
 
 
-def test_both_rounds_must_agree() -> None:
-    a = [10.0] * 50
-    faster, slower = [9.0] * 50, [11.0] * 50
-    assert not _verdict([_timing(a, faster), _timing(a, slower)]).faster
+def test_signed_ranks_weigh_how_much_each_block_is_won() -> None:
+    """Five small wins and three large losses: the sign test leans to B, the ranks do not;
+    five large wins and three small losses: both lean to B, the ranks more."""
+    a = [10.0] * 8
+    small_wins = [9.9] * 5 + [12.0] * 3
+    assert sign_test_z(a, small_wins) > 0 > signed_rank_z(a, small_wins)
+    large_wins = [8.0] * 5 + [10.1] * 3
+    assert signed_rank_z(a, large_wins) > sign_test_z(a, large_wins) > 0
+
+
+def test_signed_rank_z_matches_the_textbook_values() -> None:
+    """No ties: n = 10, W+ = 55 (all won): z = 27.5 / sqrt(96.25); all tied and won, n = 6:
+    the tie correction lowers the variance to 22.75 - 210/48."""
+    a = [10.0] * 10
+    assert abs(signed_rank_z(a, [10.0 - 0.1 * (i + 1) for i in range(10)]) - 27.5 / 96.25**0.5) < 1e-9
+    assert abs(signed_rank_z([10.0] * 6, [9.0] * 6) - 10.5 / (22.75 - 210 / 48) ** 0.5) < 1e-9
+    assert signed_rank_z(a, a) == 0.0
 
 
 def test_pairs_fit_the_time_per_round() -> None:
@@ -71,14 +91,14 @@ class _ScriptedPairs:
         return _timing(self.a_ms[since:], self.b_ms[since:])
 
 
-def test_a_failed_first_round_ends_the_decision() -> None:
-    from taso.pipeline._decide import _decide_on
+def test_a_slower_model_ends_the_decision_after_one_look() -> None:
+    from taso.pipeline._decide import MIN_LOOKS, _decide_on
 
     slower = _ScriptedPairs(1.1)
     verdict = _decide_on(slower)  # type: ignore[arg-type]
     assert not verdict.faster and len(verdict.rounds) == 1
     faster = _decide_on(_ScriptedPairs(0.9))  # type: ignore[arg-type]
-    assert faster.faster and len(faster.rounds) == 2
+    assert faster.faster and len(faster.rounds) == MIN_LOOKS  # never decided on one look
 
 
 def test_the_search_gets_what_checking_and_measuring_leave() -> None:
@@ -109,65 +129,51 @@ def test_the_search_gets_what_checking_and_measuring_leave() -> None:
 
 class _SlowlyConvincingPairs(_ScriptedPairs):
     """B is 5% faster in most blocks of two pairs, but wins only 60% of them: significant
-    only with more pairs."""
+    only with more pairs (three 12-pair looks); each run takes `run_s` on a fake clock."""
+
+    def __init__(self, clock: list[float] | None = None, run_s: float = 0.01):
+        super().__init__(1.0)
+        self.clock, self.run_s = clock if clock is not None else [0.0], run_s
 
     def extend(self, pairs: int) -> None:
+        from taso.pipeline._decide import PROBE_PAIRS
+
+        self.clock[0] += pairs * 2 * self.run_s
         for _ in range(pairs):
-            block = len(self.a_ms) // 2
-            self.a_ms.append(10.0)
-            self.b_ms.append(9.5 if block % 5 < 3 else 10.5)
+            block = (len(self.a_ms) - PROBE_PAIRS) // 2  # the decision's blocks begin after its probe
+            self.a_ms.append(1000 * self.run_s)
+            self.b_ms.append(1000 * self.run_s * (0.95 if block % 5 < 3 else 1.05))
 
 
-def test_a_promising_round_is_timed_on_until_significant() -> None:
-    from taso.pipeline._decide import ROUND_EXTENSIONS, _round
-
-    short = _SlowlyConvincingPairs(1.0)
-    timing = _round(short, 12)  # type: ignore[arg-type]
-    assert balanced_sign_z(timing.a.samples_ms, timing.b.samples_ms) < MIN_SIGN_Z  # 60% of 18 blocks
-    assert len(timing.a.samples_ms) == 12 * (1 + ROUND_EXTENSIONS)
-    long = _round(_SlowlyConvincingPairs(1.0), 200)  # type: ignore[arg-type]
-    assert len(long.a.samples_ms) == 400 and balanced_sign_z(long.a.samples_ms, long.b.samples_ms) >= MIN_SIGN_Z
-    losing = _round(_ScriptedPairs(1.1), 12)  # type: ignore[arg-type]
-    assert len(losing.a.samples_ms) == 12  # slower: no extension
-
-
-def test_a_slow_models_round_is_not_extended_past_its_time(monkeypatch) -> None:
-    """On a 126 ms model 12 pairs take 3 s: a further look would take the round past
-    `MAX_ROUND_SECONDS`, so an undecided round ends (and the decision says not faster)."""
+def test_a_promising_decision_takes_more_looks_until_significant(monkeypatch) -> None:  # noqa: ANN001
+    """Timed at 400 ms a run, a look is 12 pairs: two looks (12 blocks) are not yet
+    significant, three are; a model with no gain stops at its first look."""
     import taso.pipeline._decide as decide
 
     clock = [0.0]
     monkeypatch.setattr(decide.time, "perf_counter", lambda: clock[0])
-
-    class _SlowPairs(_SlowlyConvincingPairs):
-        def extend(self, pairs: int) -> None:
-            clock[0] += pairs * 2 * 0.126
-            super().extend(pairs)
-
-    timing = decide._round(_SlowPairs(1.0), 12)  # type: ignore[arg-type]
-    assert len(timing.a.samples_ms) == 12
-    fast = decide._round(_SlowlyConvincingPairs(1.0), 12)  # type: ignore[arg-type]
-    assert len(fast.a.samples_ms) == 12 * (1 + decide.ROUND_EXTENSIONS)
+    verdict = decide._decide_on(_SlowlyConvincingPairs(clock, run_s=0.4))  # type: ignore[arg-type]
+    assert verdict.faster and len(verdict.rounds) == 3
+    level = decide._decide_on(_ScriptedPairs(1.02))  # type: ignore[arg-type]
+    assert not level.faster and len(level.rounds) == 1
 
 
-def test_extensions_leave_the_later_round_its_time(monkeypatch) -> None:
-    """The call's deadline bounds extensions: with room for one more chunk only, the first
-    round is not extended (the second round needs that chunk); the last round may use it."""
+def test_later_looks_run_only_before_the_deadline(monkeypatch) -> None:  # noqa: ANN001
+    """The first two looks always run (the budget reserved them, even past the deadline);
+    a third only if it fits: at 400 ms a run the probe takes 2.4 s, a look 9.6 s, so the
+    third would end at 31.2 s."""
     import taso.pipeline._decide as decide
 
     clock = [0.0]
     monkeypatch.setattr(decide.time, "perf_counter", lambda: clock[0])
-
-    class _TimedPairs(_SlowlyConvincingPairs):
-        def extend(self, pairs: int) -> None:
-            clock[0] += pairs * 2 * 0.01  # 10 ms a run: 0.24 s a chunk of 12 pairs
-            super().extend(pairs)
-
-    first = decide._round(_TimedPairs(1.0), 12, deadline=0.5, rounds_after=1)  # type: ignore[arg-type]
-    assert len(first.a.samples_ms) == 12
+    cut = decide._decide_on(_SlowlyConvincingPairs(clock, run_s=0.4), deadline=25.0)  # type: ignore[arg-type]
+    assert not cut.faster and len(cut.rounds) == decide.MIN_LOOKS
     clock[0] = 0.0
-    last = decide._round(_TimedPairs(1.0), 12, deadline=0.5, rounds_after=0)  # type: ignore[arg-type]
-    assert len(last.a.samples_ms) == 24
+    roomy = decide._decide_on(_SlowlyConvincingPairs(clock, run_s=0.4), deadline=35.0)  # type: ignore[arg-type]
+    assert roomy.faster
+    clock[0] = 0.0
+    reserved = decide._decide_on(_SlowlyConvincingPairs(clock, run_s=0.4), deadline=0.0)  # type: ignore[arg-type]
+    assert len(reserved.rounds) == decide.MIN_LOOKS
 
 
 def test_a_judgement_cut_short_says_faster_only_when_ahead() -> None:
@@ -224,14 +230,15 @@ def test_a_first_faster_decision_is_not_measured_again(monkeypatch) -> None:  # 
 
 
 def test_the_second_decision_must_fit_before_the_deadline(monkeypatch) -> None:  # noqa: ANN001
-    """The first decision ended after its failed first round (3 probe pairs and 48 pairs at
-    10 ms a run: 1.02 s); a whole second one is estimated at two rounds' worth, 2.04 s."""
+    """A level first decision took its two looks (3 probe pairs and 2 x 48 pairs at 10 ms
+    a run: 1.98 s) and the deadline stopped it there; a second one is estimated as long.
+    With room, the first takes all four looks (3.9 s) and a second one still fits."""
     import taso.pipeline._decide as decide
 
     clock = [0.0]
     monkeypatch.setattr(decide.time, "perf_counter", lambda: clock[0])
     short = decide.decide_contradicted(_ScriptedDecisions([1.0, 0.8], clock), 2.9, contradicted=True)
-    assert not short.faster and short.decisions == 1
+    assert not short.faster and short.decisions == 1 and len(short.rounds) == 2
     clock[0] = 0.0
-    roomy = decide.decide_contradicted(_ScriptedDecisions([1.0, 0.8], clock), 3.3, contradicted=True)
+    roomy = decide.decide_contradicted(_ScriptedDecisions([1.0, 0.8], clock), 8.0, contradicted=True)
     assert roomy.faster and roomy.decisions == 2
