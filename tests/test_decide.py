@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import random
+
 from taso.backends import InterleavedTiming
 from taso.backends.timing import _interleaved as _timing
 from taso.pipeline._decide import (
@@ -242,3 +245,45 @@ def test_the_second_decision_must_fit_before_the_deadline(monkeypatch) -> None: 
     clock[0] = 0.0
     roomy = decide.decide_contradicted(_ScriptedDecisions([1.0, 0.8], clock), 8.0, contradicted=True)
     assert roomy.faster and roomy.decisions == 2
+
+
+class _NoisyPairs(_ScriptedPairs):
+    """Runs timed as a shared 2-core host times them: lognormal jitter (4%), a slow drift of
+    the machine's speed, and bursts of load (one run in 20 takes 30% longer); B really takes
+    `ratio` times A's time. Each run takes its time on a fake clock."""
+
+    def __init__(self, ratio: float, seed: int, clock: list[float], base_ms: float = 80.0):
+        super().__init__(ratio)
+        self.rng, self.clock, self.base_ms = random.Random(seed), clock, base_ms
+
+    def _run_ms(self, scale: float) -> float:
+        drift = 1.0 + 0.05 * math.sin(len(self.a_ms) / 15.0)
+        burst = 1.3 if self.rng.random() < 0.05 else 1.0
+        ms = self.base_ms * scale * drift * burst * math.exp(self.rng.gauss(0.0, 0.04))
+        self.clock[0] += ms / 1000
+        return ms
+
+    def extend(self, pairs: int) -> None:
+        for _ in range(pairs):
+            self.a_ms.append(self._run_ms(1.0))
+            self.b_ms.append(self._run_ms(self.ratio))
+
+
+def _pass_rate(ratio: float, monkeypatch, trials: int = 200) -> float:  # noqa: ANN001
+    import taso.pipeline._decide as decide
+
+    clock = [0.0]
+    monkeypatch.setattr(decide.time, "perf_counter", lambda: clock[0])
+    passed = sum(decide._decide_on(_NoisyPairs(ratio, seed, clock)).faster for seed in range(trials))  # type: ignore[arg-type]
+    return passed / trials
+
+
+def test_the_decision_refutes_equal_and_slower_models_under_noise(monkeypatch) -> None:  # noqa: ANN001
+    assert _pass_rate(1.0, monkeypatch) <= 0.01
+    assert _pass_rate(1 / 0.98, monkeypatch) == 0.0  # B 2% slower
+
+
+def test_the_decision_finds_a_real_gain_under_noise(monkeypatch) -> None:  # noqa: ANN001
+    """1.10x at 80 ms a run (12-pair looks) passes nearly always; the two 6-block rounds
+    it replaced passed such a gain at about one in three."""
+    assert _pass_rate(1 / 1.10, monkeypatch) >= 0.9
