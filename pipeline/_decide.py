@@ -66,7 +66,7 @@ class Verdict:
     optimized_ms: float
     speedup: float  # median paired speedup over all looks
     spread: float  # p90 - p10 of the paired ratios B/A
-    rounds: tuple[float, ...]  # speedup of each look on its own
+    looks: tuple[float, ...]  # speedup of each look on its own
     cached: bool = False  # read from the cost cache (an earlier call's), not measured now
     decisions: int = 1  # 2: the first said not faster against this call's sweeps (`decide_contradicted`)
 
@@ -127,7 +127,7 @@ def decide_contradicted(pairs: InterleavedPairs, deadline: float = math.inf, *, 
     verdict = _decide_on(pairs, deadline)
     if verdict.faster or not contradicted:
         return verdict
-    whole_s = (time.perf_counter() - started) * max(1.0, MIN_LOOKS / max(1, len(verdict.rounds)))
+    whole_s = (time.perf_counter() - started) * max(1.0, MIN_LOOKS / max(1, len(verdict.looks)))
     if time.perf_counter() + whole_s > deadline:
         return verdict
     return replace(_decide_on(pairs, deadline), decisions=2)
@@ -174,7 +174,7 @@ def signed_rank_z(a_ms: Sequence[float], b_ms: Sequence[float]) -> float:
     n = len(d)
     if n == 0:
         return 0.0
-    values, inverse, counts = np.unique(np.abs(d), return_inverse=True, return_counts=True)
+    _, inverse, counts = np.unique(np.abs(d), return_inverse=True, return_counts=True)
     upper = np.cumsum(counts)
     ranks = (upper - (counts - 1) / 2.0)[inverse]  # mean rank of each tie group
     mean = n * (n + 1) / 4.0
@@ -191,7 +191,7 @@ def _verdict(pooled: InterleavedTiming, speedups: Sequence[float], faster: bool)
         optimized_ms=float(np.median(b)),
         speedup=float(1.0 / pooled.paired_ratio),
         spread=float(p90 - p10),
-        rounds=tuple(speedups),
+        looks=tuple(speedups),
     )
 
 
@@ -292,7 +292,7 @@ class Duel:
 
     def verdict(self, deadline: float = math.inf) -> Verdict:
         """The measured decision; `deadline` (a `time.perf_counter()` value, the call's
-        budget) bounds the rounds' extensions, never the two rounds themselves."""
+        budget) bounds the later looks, never the first `MIN_LOOKS`."""
         if self._remembered is not None:
             return self._remembered
         pairs = self._pairs or self._interleaved()
@@ -346,7 +346,7 @@ class MeasuredJudge:
     after `JUDGE_MAX_LOOKS` looks. A clear loser costs one short look, a small real gain
     gets up to four looks' worth of pairs. (Looking repeatedly raises the chance that
     noise passes, from 1% to a few percent at most; the final `Duel.verdict` against the
-    original, two more rounds, still stands guard.) A candidate ORT refuses is not
+    original, its own looks, still stands guard.) A candidate ORT refuses is not
     faster. Verdicts are cached like `Duel`'s, so re-runs are deterministic.
     """
 

@@ -99,9 +99,9 @@ def test_a_slower_model_ends_the_decision_after_one_look() -> None:
 
     slower = _ScriptedPairs(1.1)
     verdict = _decide_on(slower)  # type: ignore[arg-type]
-    assert not verdict.faster and len(verdict.rounds) == 1
+    assert not verdict.faster and len(verdict.looks) == 1
     faster = _decide_on(_ScriptedPairs(0.9))  # type: ignore[arg-type]
-    assert faster.faster and len(faster.rounds) == MIN_LOOKS  # never decided on one look
+    assert faster.faster and len(faster.looks) == MIN_LOOKS  # never decided on one look
 
 
 def test_the_search_gets_what_checking_and_measuring_leave() -> None:
@@ -156,9 +156,9 @@ def test_a_promising_decision_takes_more_looks_until_significant(monkeypatch) ->
     clock = [0.0]
     monkeypatch.setattr(decide.time, "perf_counter", lambda: clock[0])
     verdict = decide._decide_on(_SlowlyConvincingPairs(clock, run_s=0.4))  # type: ignore[arg-type]
-    assert verdict.faster and len(verdict.rounds) == 3
+    assert verdict.faster and len(verdict.looks) == 3
     level = decide._decide_on(_ScriptedPairs(1.02))  # type: ignore[arg-type]
-    assert not level.faster and len(level.rounds) == 1
+    assert not level.faster and len(level.looks) == 1
 
 
 def test_later_looks_run_only_before_the_deadline(monkeypatch) -> None:  # noqa: ANN001
@@ -170,13 +170,13 @@ def test_later_looks_run_only_before_the_deadline(monkeypatch) -> None:  # noqa:
     clock = [0.0]
     monkeypatch.setattr(decide.time, "perf_counter", lambda: clock[0])
     cut = decide._decide_on(_SlowlyConvincingPairs(clock, run_s=0.4), deadline=25.0)  # type: ignore[arg-type]
-    assert not cut.faster and len(cut.rounds) == decide.MIN_LOOKS
+    assert not cut.faster and len(cut.looks) == decide.MIN_LOOKS
     clock[0] = 0.0
     roomy = decide._decide_on(_SlowlyConvincingPairs(clock, run_s=0.4), deadline=35.0)  # type: ignore[arg-type]
     assert roomy.faster
     clock[0] = 0.0
     reserved = decide._decide_on(_SlowlyConvincingPairs(clock, run_s=0.4), deadline=0.0)  # type: ignore[arg-type]
-    assert len(reserved.rounds) == decide.MIN_LOOKS
+    assert len(reserved.looks) == decide.MIN_LOOKS
 
 
 def test_a_judgement_cut_short_says_faster_only_when_ahead() -> None:
@@ -241,7 +241,7 @@ def test_the_second_decision_must_fit_before_the_deadline(monkeypatch) -> None: 
     clock = [0.0]
     monkeypatch.setattr(decide.time, "perf_counter", lambda: clock[0])
     short = decide.decide_contradicted(_ScriptedDecisions([1.0, 0.8], clock), 2.9, contradicted=True)
-    assert not short.faster and short.decisions == 1 and len(short.rounds) == 2
+    assert not short.faster and short.decisions == 1 and len(short.looks) == 2
     clock[0] = 0.0
     roomy = decide.decide_contradicted(_ScriptedDecisions([1.0, 0.8], clock), 8.0, contradicted=True)
     assert roomy.faster and roomy.decisions == 2
