@@ -127,7 +127,7 @@ def decide_contradicted(pairs: InterleavedPairs, deadline: float = math.inf, *, 
     verdict = _decide_on(pairs, deadline)
     if verdict.faster or not contradicted:
         return verdict
-    whole_s = (time.perf_counter() - started) * max(1.0, MIN_LOOKS / max(1, len(verdict.looks)))
+    whole_s = (time.perf_counter() - started) * max(1.0, MIN_LOOKS / len(verdict.looks))
     if time.perf_counter() + whole_s > deadline:
         return verdict
     return replace(_decide_on(pairs, deadline), decisions=2)
