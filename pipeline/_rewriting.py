@@ -24,7 +24,7 @@ from taso.pipeline._pad_channels import is_pad_rule, padded_rewrites
 from taso.pipeline.budget import Budget
 from taso.report import StopReason, Unwritten
 from taso.search import CostModel, Expand, Patience, Rewrite, SearchProgress, search
-from taso.search.sweep import Judge, SweepStep, sweep
+from taso.search.sweep import Judge, SweepStep, confirmed_judgement, sweep
 from taso.substitutions.matching import (
     Match,
     NotApplied,
@@ -270,7 +270,7 @@ def run_search(
     best, searched = result.graph, result.applied
     found_at = swept_at if result.best_found_s is None else backtracking.start + result.best_found_s
     if sweeping is not None and searched and (
-        result.improvement < MIN_SEARCH_GAIN or (swept and not sweeping.judge(start, best, budget.deadline).faster)
+        result.improvement < MIN_SEARCH_GAIN or (swept and not confirmed_judgement(sweeping.judge, start, best, budget.deadline).faster)
     ):
         best, searched, found_at = start, Counter[str](), swept_at
     if swept and searched and confirmed is None:  # judged one way, once: the swept graph stands behind it

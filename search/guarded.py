@@ -80,8 +80,11 @@ def guarded_judge(judge: Judge, *, on_failure: Report) -> Judge:
     """`judge`, except that a judgement that raises counts as "not faster"."""
     seen: set[str] = set()
 
-    def judged(current: Graph, candidate: Graph, deadline: float, *, look: int = 0) -> Judgement:
+    def judged(current: Graph, candidate: Graph, deadline: float, *, look: int = 0,
+               confirm: Judgement | None = None) -> Judgement:
         try:
+            if confirm is not None:  # only ever asked of a judge that pools
+                return judge(current, candidate, deadline, look=look, confirm=confirm)
             return judge(current, candidate, deadline, look=look)
         except Exception as error:  # noqa: BLE001
             message = f"the measured judge failed on a sweep, which was not kept ({describe(error)})"

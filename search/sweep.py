@@ -48,7 +48,10 @@ from taso.search._joint import interacts, joint_candidates
 from taso.search.cost import CostModel
 from taso.search.rewrite import Expand
 
-__all__ = ["Judge", "Judgement", "RuleExpand", "Skipped", "SweepResult", "SweepStep", "apply_all", "site_of", "sweep"]
+__all__ = [
+    "Judge", "Judgement", "RuleExpand", "Skipped", "SweepResult", "SweepStep", "apply_all", "confirmed_judgement",
+    "site_of", "sweep",
+]
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,11 @@ class Judgement:
     tie_break: bool = False
     """True when two looks disagreed and a third decided: the forward and reverse looks
     (`_confirmed`), or a confident prediction's two forward looks (`_looked_again`)."""
+    evidence: tuple[float, ...] | None = field(default=None, compare=False)
+    """What a pooling judge measured: the log ratios log(current / candidate) of the
+    order-balanced blocks (positive: the candidate ran faster); empty when the verdict was
+    read from a cache. None from a judge that does not pool its confirmations. (Not part of
+    the verdict: equal verdicts may rest on different timings.)"""
 
 
 class Judge(Protocol):
@@ -71,9 +79,15 @@ class Judge(Protocol):
 
     `deadline` (a `time.perf_counter()` value) bounds the time the judgement may take.
     `look` > 0 asks for a fresh judgement of a pair already judged (a tie-break), never the
-    verdict of an earlier look at the same pair; judges that keep no verdicts may ignore it."""
+    verdict of an earlier look at the same pair; judges that keep no verdicts may ignore it.
 
-    def __call__(self, current: Graph, candidate: Graph, deadline: float, *, look: int = 0) -> Judgement: ...
+    `confirm` is passed only to a judge whose verdicts carry `evidence`: a verdict of this
+    judge that the candidate is faster. The judge then times the pair the other way round
+    (the candidate's session in the current graph's place) and judges both looks'
+    evidence together; its verdict says whether the candidate is faster, as any other."""
+
+    def __call__(self, current: Graph, candidate: Graph, deadline: float, *, look: int = 0,
+                 confirm: Judgement | None = None) -> Judgement: ...
 
 
 class Skipped(enum.Enum):
@@ -300,6 +314,15 @@ def _outdone_not_kept(steps: list[SweepStep], since: int, kept: Candidate | None
     ]
 
 
+def confirmed_judgement(judge: Judge, current: Graph, candidate: Graph, deadline: float) -> Judgement:
+    """`candidate` judged against `current` as a sweep is: once, and when found faster,
+    confirmed (`_confirmed`) before the verdict stands."""
+    verdict = judge(current, candidate, deadline)
+    if verdict.faster and verdict.complete:
+        verdict = _confirmed(judge, current, candidate, verdict, deadline)
+    return verdict
+
+
 def _confirmed(judge: Judge, current: Graph, candidate: Graph, verdict: Judgement, deadline: float) -> Judgement:
     """A sweep the judge finds faster is judged once more, the other way round (fresh
     pairs, the candidate as the current graph), and kept only if that shows it faster
@@ -315,7 +338,17 @@ def _confirmed(judge: Judge, current: Graph, candidate: Graph, verdict: Judgemen
     one look should not throw away a real gain (PP-OCRv4 det's 14-site depthwise-affine
     sweep, 1.08x together, failed its reverse look in one benchmark run and was kept in the
     next). Equal pairs rarely pass two looks of three. A forward verdict that already took
-    two looks (`_looked_again`) gets no further reverse look: the reverse is its third."""
+    two looks (`_looked_again`) gets no further reverse look: the reverse is its third.
+
+    A judge that pools (its verdicts carry `evidence`) is asked to confirm instead: it
+    times the pair the other way round and tests both looks' blocks together, which
+    needs no tie-break and resolves small gains better than two separate verdicts (see
+    `taso.pipeline._decide.MeasuredJudge`)."""
+    if verdict.evidence is not None:
+        pooled = judge(current, candidate, deadline, confirm=verdict)
+        if not pooled.complete:
+            return Judgement(verdict.speedup, False, complete=False)
+        return replace(pooled, cached=verdict.cached and pooled.cached, tie_break=verdict.tie_break)
     again = judge(candidate, current, deadline)
     if not again.complete:
         return Judgement(verdict.speedup, False, complete=False)
@@ -348,7 +381,8 @@ def _looked_again(judge: Judge, current: Graph, candidate: Graph, verdict: Judge
     speedup = math.sqrt(verdict.speedup * again.speedup)
     if not again.complete or not again.faster or speedup <= 1.0:  # together still not faster
         return verdict
-    return Judgement(speedup, True, cached=verdict.cached and again.cached, tie_break=True)
+    evidence = None if verdict.evidence is None or again.evidence is None else verdict.evidence + again.evidence
+    return Judgement(speedup, True, cached=verdict.cached and again.cached, tie_break=True, evidence=evidence)
 
 
 CONFIDENT_PREDICTION = 1.05

@@ -69,3 +69,33 @@ def test_after_sweeps_a_backtracking_gain_under_the_margin_is_not_kept(per_conv:
     assert bool(outcome.applied) is kept
     assert (outcome.graph.structural_hash == graph.structural_hash) is not kept
     assert (cost.cost(outcome.graph) < cost.cost(graph) / MIN_SEARCH_GAIN) is kept
+
+
+@dataclasses.dataclass
+class FirstSweepOnly:
+    """A pooling judge that finds every candidate faster at first sight, and confirms only
+    the first sweep it judged: everything after it, the search's result included, is refuted."""
+
+    confirms: list[bool] = dataclasses.field(default_factory=list)
+
+    def __call__(self, current: Graph, candidate: Graph, deadline: float, *, look: int = 0,
+                 confirm: Judgement | None = None) -> Judgement:
+        if confirm is not None:
+            self.confirms.append(not self.confirms)
+            return Judgement(1.2, self.confirms[-1], evidence=(0.2,) * 8)
+        return Judgement(1.2, True, evidence=(0.2,) * 4)
+
+
+def test_after_sweeps_a_backtracking_result_is_kept_only_if_confirmed() -> None:
+    """The search's result (merging the Relus the sweeps refuted, priced far faster) is
+    judged against the swept graph as a sweep is: found faster, then confirmed; refuted,
+    the swept graph stands."""
+    graph = import_model(wide_model())
+    cost = FunctionCost(lambda g: 1000.0 + 100.0 * sum(n.op_type in ("Conv", "Relu") for n in g.nodes.values()))
+    judge = FirstSweepOnly()
+    outcome = run_search(graph, rules=FIXTURE_RULES, cost_model=cost, alpha=1.0, budget=Budget.of(60),
+                         sweeping=Sweeping(judge, AnalyticalCostModel()))
+    kept = [step for step in outcome.sweeps if step.accepted]
+    assert len(kept) == 1 and judge.confirms[0] and not any(judge.confirms[1:])
+    assert len(judge.confirms) == len(outcome.sweeps) + 1  # each sweep judged faster, then the search's result
+    assert sum(outcome.applied.values()) == kept[0].rewrites  # the search's result was not kept

@@ -120,6 +120,52 @@ def test_a_small_disagreement_is_not_looked_at_again() -> None:
     result = sweep(chain("A", "C", "A"), listing(swap("A", "B")), small, prior=WEIGHTS, time_budget_s=10)
     assert ops_of(result.graph) == ["A", "C", "A"] and looks == [0, 0] and not result.steps[0].tie_break
 
+class PoolingJudge:
+    """A judge whose verdicts carry evidence: its confirmation is asked the same way round,
+    with the first verdict, and decides alone (`confirmed` says what it finds)."""
+
+    def __init__(self, confirmed: bool, *, first_cached: bool = False):
+        self.confirmed, self.first_cached = confirmed, first_cached
+        self.calls: list[tuple[list[str], list[str], Judgement | None, int]] = []
+
+    def __call__(self, current: Graph, candidate: Graph, deadline: float, *, look: int = 0,
+                 confirm: Judgement | None = None) -> Judgement:
+        self.calls.append((ops_of(current), ops_of(candidate), confirm, look))
+        if confirm is not None:
+            return Judgement(1.04 if self.confirmed else 1.0, self.confirmed, evidence=(0.04,) * 8)
+        if ops_of(candidate) == ["B", "C", "B"]:
+            evidence = () if self.first_cached else (0.03,) * 4
+            return Judgement(1.05, True, cached=self.first_cached, evidence=evidence)
+        return Judgement(0.9, False, evidence=(-0.1,) * 4)
+
+
+@pytest.mark.parametrize("first_cached", [False, True])
+def test_a_pooling_judge_confirms_the_same_way_round_with_its_first_verdict(first_cached: bool) -> None:
+    """The confirmation of a judge that pools is asked of the same pair in the same order,
+    handed the first verdict (the judge times it the other way round itself), and no
+    reverse look or tie-break follows; a first verdict read from the cache (no evidence at
+    hand) is confirmed the same way."""
+    for confirmed in (True, False):
+        judge = PoolingJudge(confirmed, first_cached=first_cached)
+        result = sweep(chain("A", "C", "A"), listing(swap("A", "B")), judge, prior=WEIGHTS, time_budget_s=10)
+        assert [(current, candidate, look) for current, candidate, _, look in judge.calls] == [
+            (["A", "C", "A"], ["B", "C", "B"], 0), (["A", "C", "A"], ["B", "C", "B"], 0)]
+        first, confirm = judge.calls[0][2], judge.calls[1][2]
+        assert first is None and confirm is not None and confirm.faster and confirm.cached is first_cached
+        assert (ops_of(result.graph) == ["B", "C", "B"]) is confirmed and result.steps[0].accepted is confirmed
+        assert not result.steps[0].tie_break and not result.steps[0].cached
+
+
+def test_the_guarded_judge_passes_a_confirmation_on() -> None:
+    from taso.search.guarded import guarded_judge
+
+    judge, failures = PoolingJudge(True), []
+    guarded = guarded_judge(judge, on_failure=failures.append)
+    first = guarded(chain("A"), chain("B", "C", "B"), math.inf)
+    assert guarded(chain("A"), chain("B", "C", "B"), math.inf, confirm=first).faster
+    assert judge.calls[1][2] is first and not failures
+
+
 def test_nothing_faster_returns_the_input_and_judges_each_rule_once() -> None:
     judge = FakeJudge(lambda graph: 1.0)
     graph = chain("A", "C", "A")
