@@ -351,7 +351,7 @@ over series recorded on a 2-core AVX2 host (models timed against themselves, 14-
 run, block ratios p10-p90 0.89-1.11), the two verdicts (a sign test at z 2.33 forward,
 then the reverse look's median) kept a real 1.05x on PP-OCRv4 det 49% and 64% of the
 time, 1.07x 85% and 81%, and an equal sweep 1.0-2.9%; the pooled test keeps 1.05x 79% and
-66%, 1.07x 94% and 91%, an equal sweep 0.5-0.9%, with as many pairs timed or fewer."""
+72%, 1.07x 95% and 93%, an equal sweep 0.6-1.1%, with about as many pairs timed."""
 _JUDGEMENT_FIELDS = ("faster", "speedup")
 MAX_JUDGED_MS = 100.0
 """Models slower than this per run are not judged end to end (a look would take over two
@@ -438,8 +438,10 @@ class MeasuredJudge:
     def _confirm(self, current: Graph, candidate: Graph, first: tuple[float, ...], deadline: float) -> Judgement:
         """Looks timed the other way round (the candidate as the first model), each tested
         with the `first` stage's blocks: confirmed once the blocks together are significant
-        (`CONFIRM_Z`); not as soon as these looks on their own show no gain, or after
-        `JUDGE_MAX_LOOKS` looks; incomplete if the deadline comes first."""
+        (`CONFIRM_Z`) and these looks on their own show a gain; not as soon as the blocks
+        together show none, or after `JUDGE_MAX_LOOKS` looks; incomplete if the deadline
+        comes first. (Ending at once when these looks alone show no gain threw away more
+        real gains in the replays: 1.05x on EfficientNet-B0 91% kept, against 97%.)"""
         look, look_s = self._look()
         if time.perf_counter() + 2 * look_s > deadline:
             return Judgement(1.0, False, complete=False)
@@ -453,9 +455,9 @@ class MeasuredJudge:
                 again = block_log_ratios(pairs.b_ms, pairs.a_ms)  # the current graph's times are B's here
                 evidence = first + again
                 speedup = math.exp(float(np.median(evidence)))
-                if np.median(again) <= 0.0:
+                if speedup <= 1.0:
                     break
-                if speedup >= MIN_SPEEDUP and rank_z(evidence) >= CONFIRM_Z:
+                if np.median(again) > 0.0 and speedup >= MIN_SPEEDUP and rank_z(evidence) >= CONFIRM_Z:
                     return Judgement(speedup, True, evidence=evidence)
         except BackendError:
             return Judgement(0.0, False)

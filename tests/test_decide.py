@@ -372,12 +372,12 @@ def test_the_sweep_judge_refutes_equal_and_slower_sweeps_under_noise(monkeypatch
 
 
 def test_the_sweep_judge_keeps_a_small_real_gain_through_host_noise(monkeypatch, tmp_path) -> None:  # noqa: ANN001
-    """A real 1.05x sweep on an 80 ms model, replayed through recorded host noise: kept 73%
-    and 78% of the time (one signed-rank test over both looks); a sign test forward and the
+    """A real 1.05x sweep on an 80 ms model, replayed through recorded host noise: kept 80%
+    and 84% of the time (one signed-rank test over both looks); a sign test forward and the
     reverse look's own verdict kept it 50% and 69%."""
     rates = [_kept_rate(1.05, monkeypatch, tmp_path / recorded, recorded=recorded)
              for recorded in ("ppocrv4_det_79ms", "ppocrv4_det_85ms")]
-    assert min(rates) >= 0.65 and sum(rates) / 2 >= 0.72
+    assert min(rates) >= 0.75 and sum(rates) / 2 >= 0.78  # ending when the reverse alone shows none: 73%, 78%
 
 
 def test_a_confirmation_whose_own_looks_show_no_gain_is_refused(monkeypatch, tmp_path) -> None:  # noqa: ANN001
