@@ -58,7 +58,7 @@ class Speculation(enum.Enum):
     """Why the search's result rests on less than judgements confirmed both ways."""
 
     CUT_SHORT = "its last sweep was kept ahead when time ran out, judged one way and cut short"
-    BACKTRACKED = "the backtracking search's result was kept on one whole-model judgement"
+    BACKTRACKED = "the backtracking search's result was kept on one whole-model judgement and its confirmation"
 
 
 @dataclass(frozen=True)
@@ -273,7 +273,7 @@ def run_search(
         result.improvement < MIN_SEARCH_GAIN or (swept and not confirmed_judgement(sweeping.judge, start, best, budget.deadline).faster)
     ):
         best, searched, found_at = start, Counter[str](), swept_at
-    if swept and searched and confirmed is None:  # judged one way, once: the swept graph stands behind it
+    if swept and searched and confirmed is None:  # priced, then judged as one sweep: the swept graph stands behind it
         confirmed = _fallback(start, swept, graph, Speculation.BACKTRACKED)
     applied = swept + searched
     initial = None if result.initial_cost is None else result.initial_cost * speedup
