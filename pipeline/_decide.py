@@ -158,8 +158,14 @@ def sign_test_z(a_ms: Sequence[float], b_ms: Sequence[float]) -> float:
 
 
 def balanced_rank_z(a_ms: Sequence[float], b_ms: Sequence[float]) -> float:
-    """`signed_rank_z` over order-balanced blocks of two pairs (see `order_balanced`)."""
-    return signed_rank_z(*order_balanced(a_ms, b_ms))
+    """`rank_z` over the order-balanced blocks' log ratios (see `block_log_ratios`)."""
+    return rank_z(block_log_ratios(a_ms, b_ms))
+
+
+def block_log_ratios(current_ms: Sequence[float], candidate_ms: Sequence[float]) -> tuple[float, ...]:
+    """log(current / candidate) of each order-balanced block: positive where the candidate ran faster."""
+    current, candidate = order_balanced(current_ms, candidate_ms)
+    return tuple(float(x) for x in np.log(current / np.maximum(candidate, 1e-9)))
 
 
 def signed_rank_z(a_ms: Sequence[float], b_ms: Sequence[float]) -> float:
@@ -326,12 +332,6 @@ def _cut_short(pairs: InterleavedPairs) -> Judgement:
     speedup = 1.0 / pairs.timing().paired_ratio
     ahead = speedup >= MIN_SPEEDUP and balanced_sign_z(pairs.a_ms, pairs.b_ms) >= AHEAD_SIGN_Z
     return Judgement(speedup, ahead, complete=False, evidence=block_log_ratios(pairs.a_ms, pairs.b_ms))
-
-
-def block_log_ratios(current_ms: Sequence[float], candidate_ms: Sequence[float]) -> tuple[float, ...]:
-    """log(current / candidate) of each order-balanced block: positive where the candidate ran faster."""
-    current, candidate = order_balanced(current_ms, candidate_ms)
-    return tuple(float(x) for x in np.log(current / np.maximum(candidate, 1e-9)))
 
 
 JUDGE_LOOK_SECONDS = 0.4
