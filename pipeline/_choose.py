@@ -6,7 +6,8 @@ faster: outputs that differ, a candidate ORT refuses, a model ORT cannot run (no
 checked, nothing returned but the original), a measured verdict of not faster, or a
 predicted gain too small to measure. A candidate measured not faster whose last step
 was less than confirmed (`SearchOutcome.fallback`) gives way to the graph before that
-step, checked and decided the same way.
+step, checked and decided the same way; last, where the search's rewrites are not returned
+(not faster, outputs that differ, refused by ORT), the canonical stage's graph alone is.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from taso.ir import Graph
 from taso.pipeline._canonical import SIMPLIFICATIONS
 from taso.pipeline._decide import MIN_SPEEDUP, Device, Duel, cpu, decide_seconds
 from taso.pipeline._export import checked_export
-from taso.pipeline._rewriting import SearchOutcome
+from taso.pipeline._rewriting import SearchOutcome, Simplified
 from taso.pipeline._summary import model_bytes, op_counts
 from taso.report import CheckStatus, Decision, JointRule, Latency, Report, SweepRecord
 from taso.search.guarded import describe
@@ -99,6 +100,8 @@ def check_and_choose(
         trial = on.trial(trial, outcome.graph, recheck=recheck, gain=fresh_sweep_gain(outcome))
         if trial.decision is Decision.NOT_FASTER and outcome.fallback is not None:
             trial = _with_fallback(on, trial, outcome)
+        if trial.decision in _RETREATS and outcome.simplified is not None:
+            trial = _with_simplified(on, trial, outcome.simplified)
     notes.extend(trial.notes)
     if trial.decision is Decision.UNCHECKABLE:
         say(trial.notes[-1])
@@ -222,21 +225,47 @@ def _with_fallback(on: _Checking, failed: _Trial, outcome: SearchOutcome) -> _Tr
     assert fallback is not None
     result = (f"the search's result measured not faster ({failed.latency.measured_optimized_ms or 0:.3f} against "
               f"{failed.latency.measured_original_ms or 0:.3f} ms; {fallback.why.value})")
+    return _retreat(on, failed, _Retreat(fallback.graph, fallback.applied, "the graph before it", result),
+                    gain=confirmed_sweep_gain(outcome))
+
+
+_RETREATS = (Decision.NOT_FASTER, Decision.MISMATCH, Decision.REJECTED)
+"""The decisions on the search's result after which the canonical graph alone is decided."""
+
+
+def _with_simplified(on: _Checking, failed: _Trial, simplified: Simplified) -> _Trial:
+    """The canonical stage's graph alone (`SearchOutcome.simplified`) checked and decided in
+    place of `failed` (the search's result and its fallback: not faster, outputs that differ,
+    or refused by ORT), if that fits; `failed`, with a note of why not, otherwise."""
+    result = f"the search's rewrites were not returned ({failed.decision.value})"
+    return _retreat(on, failed, _Retreat(simplified.graph, simplified.applied, "the canonical form alone", result),
+                    gain=1.0)
+
+
+@dataclass(frozen=True)
+class _Retreat:
+    graph: Graph
+    applied: dict[str, int]
+    what: str  # "the graph before it"
+    result: str  # why the call retreats to it
+
+
+def _retreat(on: _Checking, failed: _Trial, to: _Retreat, *, gain: float) -> _Trial:
+    """`to` checked and decided in place of `failed`, where one more decision fits before
+    the deadline; otherwise, or when it is not returned either, `failed` with notes why."""
     if not on.fits_another():
-        return replace(failed, notes=(*failed.notes, f"{result}; no time was left to decide on the graph before it"))
+        return replace(failed, notes=(*failed.notes, f"{to.result}; no time was left to decide on {to.what}"))
     try:
-        model = checked_export(fallback.graph)
+        model = checked_export(to.graph)
     except Exception as error:  # noqa: BLE001  (the input was valid: a rewrite made this)
-        return replace(failed, notes=(*failed.notes, f"{result}; the graph before it could not be exported "
-                                                     f"({describe(error)})"))
-    on.say("deciding on the search's last confirmed graph")
-    gain = confirmed_sweep_gain(outcome)
+        return replace(failed, notes=(*failed.notes, f"{to.result}; {to.what} could not be exported ({describe(error)})"))
+    on.say(f"deciding on {to.what}")
     start = _Trial(CheckStatus.SKIPPED, {}, Latency(predicted_original_ms=failed.latency.predicted_original_ms),
-                   Decision.OPTIMIZED, model, fallback.applied, (*failed.notes, f"{result}; the graph before it was "
-                                                                               "checked and measured instead"))
-    trial = on.trial(start, fallback.graph, recheck=gain >= RECHECK_GAIN, gain=gain)
+                   Decision.OPTIMIZED, model, to.applied, (*failed.notes, f"{to.result}; {to.what} was checked and "
+                                                                          "measured instead"))
+    trial = on.trial(start, to.graph, recheck=gain >= RECHECK_GAIN, gain=gain)
     return trial if trial.decision is Decision.OPTIMIZED else replace(
-        failed, notes=(*trial.notes, "the graph before it was not returned either: " + trial.decision.value))
+        failed, notes=(*trial.notes, f"{to.what} was not returned either: " + trial.decision.value))
 
 
 def _rejected(applied: dict[str, int], returned: dict[str, int]) -> dict[str, int]:

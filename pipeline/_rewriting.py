@@ -52,6 +52,8 @@ class SearchOutcome:
     (None: nothing better than the input)."""
     fallback: Fallback | None = None
     """What the final decision falls back on when `graph` measures not faster."""
+    simplified: Simplified | None = None
+    """What the final decision falls back on last: the canonical stage's graph alone."""
 
 
 class Speculation(enum.Enum):
@@ -69,6 +71,16 @@ class Fallback:
     graph: Graph
     applied: dict[str, int]
     why: Speculation
+
+
+@dataclass(frozen=True)
+class Simplified:
+    """The graph the search started from: the canonical stage's simplifications (and an
+    asked-for opset upgrade) alone, no rule, values unchanged bit for bit; decided where
+    the search's result (and its `Fallback`) is not returned."""
+
+    graph: Graph
+    applied: dict[str, int]
 
 
 def default_rules() -> tuple[Rule, ...]:

@@ -1,5 +1,6 @@
 """A search result measured not faster falls back on the last graph every sweep of which was
-confirmed: that graph is checked and decided in its place (`_choose._with_fallback`).
+confirmed: that graph is checked and decided in its place (`_choose._with_fallback`); last,
+a result not returned falls back on the canonical graph alone (`_choose._with_simplified`).
 
 The sweeps run on a stand-in judge and the decisions are scripted (a `Duel` whose verdict
 depends on the graph it measures); the check runs on ORT for real."""
@@ -10,7 +11,11 @@ import dataclasses
 import math
 from collections.abc import Callable
 
+import numpy as np
+import onnx
 import pytest
+from onnx import helper as h
+from onnx import numpy_helper as nh
 
 from taso._model_io import load_model
 from taso._onnx_import import import_model
@@ -18,12 +23,21 @@ from taso.backends import AnalyticalCostModel
 from taso.backends.compare import run_reference
 from taso.ir import INTERNAL_DOMAIN, Graph
 from taso.pipeline import _choose
+from taso.pipeline._canonical import canonicalize
 from taso.pipeline._choose import Phases, check_and_choose
 from taso.pipeline._decide import Duel, Verdict
 from taso.pipeline._export import export
-from taso.pipeline._rewriting import SearchOutcome, Speculation, Sweeping, default_rules, run_search
+from taso.pipeline._rewriting import (
+    Fallback,
+    SearchOutcome,
+    Speculation,
+    Sweeping,
+    default_rules,
+    run_search,
+)
+from taso.pipeline.api import _with_simplifications
 from taso.pipeline.budget import Budget
-from taso.report import Decision
+from taso.report import Decision, StopReason
 from taso.search.sweep import Judgement
 from tests.helpers.models import scaled_chain_model
 
@@ -128,3 +142,126 @@ def test_no_fallback_decision_past_the_deadline(
                     deadline=0.0).report
     assert report.decision is Decision.NOT_FASTER
     assert any("no time was left" in w for w in report.warnings)
+
+
+# ----- last: the canonical graph alone ------------------------------------------------------------
+def chain_with_a_no_op() -> onnx.ModelProto:
+    """`scaled_chain_model` at batch 1, with a `+ 0` before its Relus (a simplification of the canonical stage)."""
+    model = scaled_chain_model()
+    graph = model.graph
+    graph.input[0].type.tensor_type.shape.dim[0].dim_value = 1
+    graph.output[0].type.tensor_type.shape.dim[0].dim_value = 1
+    graph.node[3].input[0] = "m2_plus_0"
+    graph.node.insert(3, h.make_node("Add", ["m2", "zero"], ["m2_plus_0"]))
+    graph.initializer.append(nh.from_array(np.zeros((1,), np.float32), "zero"))
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+@pytest.fixture(scope="module")
+def simplified_search() -> tuple[onnx.ModelProto, Graph, SearchOutcome]:
+    model = chain_with_a_no_op()
+    graph = import_model(model)
+    canonical = canonicalize(graph)
+    outcome = run_search(canonical.graph, rules=default_rules(), cost_model=AnalyticalCostModel(), alpha=1.0,
+                         budget=Budget.of(30), sweeping=Sweeping(FewerNodesRun(), AnalyticalCostModel()))
+    return model, graph, _with_simplifications(outcome, canonical)
+
+
+@dataclasses.dataclass
+class FewerNodesRun:
+    def __call__(self, current: Graph, candidate: Graph, deadline: float, *, look: int = 0) -> Judgement:
+        speedup = nodes_run(current) / nodes_run(candidate)
+        return Judgement(speedup, speedup > 1.01)
+
+
+def choose_on(searched: tuple[onnx.ModelProto, Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch,
+              faster: Callable[[Graph], bool], *, differs: Graph | None = None,
+              deadline: float = math.inf) -> _choose.OptimizeResult:
+    """check_and_choose, its decisions scripted by `faster`; `differs` computes something else."""
+    base = scripted(faster)
+
+    class Scripted(base):  # type: ignore[valid-type, misc]
+        def optimized_outputs(self) -> dict[str, np.ndarray]:
+            outputs = super().optimized_outputs()
+            return {name: value + 1.0 for name, value in outputs.items()} if self.graph is differs else outputs
+
+    monkeypatch.setattr(_choose, "Duel", Scripted)
+    model, graph, outcome = searched
+    loaded = load_model(model)
+    return check_and_choose(loaded, graph, export(graph), export(outcome.graph), outcome, run_reference(loaded.model),
+                            check=True, profile=None, phases=Phases(), say=lambda _: None, notes=[],
+                            measured_costs=False, deadline=deadline)
+
+
+def test_the_canonical_graph_is_left_to_fall_back_on_when_the_search_changed_it(
+    simplified_search: tuple[onnx.ModelProto, Graph, SearchOutcome],
+) -> None:
+    _, graph, outcome = simplified_search
+    simplified = outcome.simplified
+    assert simplified is not None and simplified.applied == {"canonical/no-op-arithmetic": 1}
+    assert simplified.graph.structural_hash == canonicalize(graph).graph.structural_hash
+    assert set(outcome.applied) > set(simplified.applied)  # rules were applied on top
+    unsearched = SearchOutcome(simplified.graph, {}, StopReason.CONVERGED)
+    assert _with_simplifications(unsearched, canonicalize(graph)).simplified is None  # nothing else to fall back on
+
+
+def test_the_canonical_graph_is_returned_when_the_result_is_not_faster(
+    simplified_search: tuple[onnx.ModelProto, Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, _, outcome = simplified_search
+    simplified = outcome.simplified
+    assert simplified is not None and outcome.fallback is None
+    report = choose_on(simplified_search, monkeypatch, lambda g: g is simplified.graph).report
+    assert report.decision is Decision.OPTIMIZED and report.applied_rewrites == simplified.applied
+    assert {**report.applied_rewrites, **report.rejected_rewrites} == outcome.applied
+    assert report.output_nodes == len(export(simplified.graph).graph.node)
+    assert any("the canonical form alone was checked and measured instead" in w for w in report.warnings)
+
+
+def test_the_canonical_graph_is_returned_when_the_result_computes_something_else(
+    simplified_search: tuple[onnx.ModelProto, Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, _, outcome = simplified_search
+    simplified = outcome.simplified
+    assert simplified is not None
+    report = choose_on(simplified_search, monkeypatch, lambda g: True, differs=outcome.graph).report
+    assert report.decision is Decision.OPTIMIZED and report.applied_rewrites == simplified.applied
+    assert any(w.startswith("outputs differ from the original") for w in report.warnings)
+
+
+def test_the_canonical_graph_comes_after_the_fallback(
+    simplified_search: tuple[onnx.ModelProto, Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model, graph, outcome = simplified_search
+    simplified = outcome.simplified
+    assert simplified is not None
+    fallback = Fallback(export_graph(outcome.graph), dict(outcome.applied), Speculation.CUT_SHORT)
+    decided: list[Graph] = []
+
+    def faster(g: Graph) -> bool:
+        decided.append(g)
+        return g is simplified.graph
+
+    with_both = (model, graph, dataclasses.replace(outcome, fallback=fallback))
+    report = choose_on(with_both, monkeypatch, faster).report
+    assert decided == [outcome.graph, fallback.graph, simplified.graph]
+    assert report.decision is Decision.OPTIMIZED and report.applied_rewrites == simplified.applied
+
+
+def test_the_original_is_returned_when_the_canonical_graph_is_not_faster_either(
+    simplified_search: tuple[onnx.ModelProto, Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, _, outcome = simplified_search
+    report = choose_on(simplified_search, monkeypatch, lambda g: False).report
+    assert report.decision is Decision.NOT_FASTER and report.applied_rewrites == {}
+    assert report.rejected_rewrites == outcome.applied
+    assert any("the canonical form alone was not returned either" in w for w in report.warnings)
+    late = choose_on(simplified_search, monkeypatch, lambda g: g is outcome.simplified.graph, deadline=0.0).report  # type: ignore[union-attr]
+    assert late.decision is Decision.NOT_FASTER
+    assert any("no time was left to decide on the canonical form alone" in w for w in late.warnings)
+
+
+def export_graph(graph: Graph) -> Graph:
+    """A graph equal to `graph` but not the same object (the scripted decisions tell them apart by identity)."""
+    return import_model(export(graph))
