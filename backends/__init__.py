@@ -35,6 +35,7 @@ from taso.backends.ort_backends import OrtCpuBackend, OrtCudaBackend
 from taso.backends.profiles import DEFAULT_DIM, ShapeProfile, resolve_shapes
 from taso.backends.protocol import Backend
 from taso.backends.registry import UnknownBackendError, backend_names, get_backend
+from taso.backends.semantics import OutputDeviation, SemanticComparison, compare_semantics
 from taso.backends.timing import (
     InterleavedTiming,
     LatencyStats,
@@ -73,6 +74,9 @@ __all__ = [
     "UnknownBackendError",
     "backend_names",
     "compare_outputs",
+    "compare_semantics",
+    "OutputDeviation",
+    "SemanticComparison",
     "default_cache_dir",
     "get_backend",
     "make_inputs",

@@ -15,15 +15,23 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 from taso._model_io import LoadedModel
-from taso.backends import ShapeProfile
+from taso.backends import (
+    Comparison,
+    ModelSource,
+    OutputStatus,
+    SemanticComparison,
+    ShapeProfile,
+    compare_semantics,
+)
 from taso.backends.compare import ReferenceRun, compare_outputs, run_reference, runnable
 from taso.backends.profiles import input_shapes
 from taso.errors import BackendError
@@ -177,19 +185,35 @@ class _Checking:
             self.reference = self.reference or run_reference(
                 runnable_original, profile=self.profile, providers=on.providers, exact_providers=on.check_providers)
             inputs, expected = self.reference.inputs, self.reference.expected()
-            duel = Duel(self.original_graph, graph, runnable_original, runnable(trial.model, self.loaded.base_dir),
-                        inputs, on, recheck_not_faster=recheck)
+            candidate = runnable(trial.model, self.loaded.base_dir)
+            duel = Duel(self.original_graph, graph, runnable_original, candidate, inputs, on, recheck_not_faster=recheck)
             try:
                 got = duel.optimized_outputs()
             except BackendError as exc:  # the original runs, the optimized model does not
                 raise _CandidateRejected(str(exc)) from None
             comparison = compare_outputs(expected, got)
-        checked = replace(trial, status=CheckStatus.PASSED if comparison.passed else CheckStatus.FAILED,
+            semantic = None if comparison.passed else self._semantic(comparison, runnable_original, candidate, inputs, expected, got)
+        passed = comparison.passed or (semantic is not None and semantic.passed)
+        checked = replace(trial, status=CheckStatus.PASSED if passed else CheckStatus.FAILED,
                           diffs=comparison.max_abs_diffs())
-        if not comparison.passed:
+        if not passed:
             checked = replace(checked, decision=Decision.MISMATCH,
                               notes=(*trial.notes, "outputs differ from the original: " + comparison.summary()))
+        elif semantic is not None:
+            checked = replace(checked, notes=(*trial.notes, _SAME_SEMANTICS + semantic.summary()))
         return checked, duel
+
+    def _semantic(self, comparison: Comparison, original: ModelSource, candidate: ModelSource,
+                  inputs: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
+                  got: Mapping[str, np.ndarray]) -> SemanticComparison | None:
+        """`compare_semantics` where the outputs differ only in value (None where their
+        names, shapes or types differ, or ORT cannot run either model unoptimized)."""
+        if not all(output.status is OutputStatus.VALUE_MISMATCH or output.passed for output in comparison.outputs):
+            return None
+        try:
+            return compare_semantics(original, candidate, inputs, expected, got, providers=self.device.check_providers)
+        except BackendError:
+            return None
 
     def _measured(self, trial: _Trial, duel: Duel, gain: float) -> _Trial:
         if trial.decision is not Decision.OPTIMIZED:
@@ -318,6 +342,11 @@ def _predicted_gain(outcome: SearchOutcome) -> float:
     if not original or not best or any(rule in SIMPLIFICATIONS.values() for rule in outcome.applied):
         return float("inf")  # nothing predicted (the search starts after the simplifications): measure
     return max(original / best, kept_sweep_gain(outcome))
+
+
+_SAME_SEMANTICS = ("outputs differ from the original as ONNX Runtime runs it, as its own kernels (integer kernels "
+                   "for quantized ops) make the original differ from the ONNX semantics: run unoptimized, both "
+                   "compute the same values, and the optimized model is no further from them than the original: ")
 
 
 class _CandidateRejected(Exception):

@@ -11,16 +11,29 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 import onnx
+import onnx.numpy_helper
 import pytest
 
 from benchmarks import run
-from benchmarks._measure import NOISE_ROW, PairTiming, RowStatus, TimingPlan, Verdict
+from benchmarks._measure import (
+    NOISE_ROW,
+    PairTiming,
+    RowStatus,
+    TimingPlan,
+    Verdict,
+    _Baseline,
+    _QuietLatency,
+)
 from benchmarks._measure import _cap_ir_version as cap_ir_version
 from benchmarks._measure import _graph_digest as graph_digest
+from benchmarks._measure import _same_semantics as same_semantics
 from benchmarks._tools import TOOLS, Tool, ToolOptions, ToolStatus, run_tool
 from benchmarks.models import Size, build_cached
+from taso import backends
 from taso.backends import max_ir_version
+from tests.test_semantics import qdq_pair
 
 MODEL = "nasrnn"
 EXPLODING = Tool("exploding", "benchmarks", "tests.test_benchmark_run:explode")
@@ -173,3 +186,27 @@ def test_an_unchanged_graph_is_told_apart_from_a_changed_one(tmp_path: Path) -> 
     onnx.save(model, tmp_path / "changed.onnx")
     assert graph_digest(src) == graph_digest(tmp_path / "same.onnx")
     assert graph_digest(src) != graph_digest(tmp_path / "changed.onnx")
+
+
+@pytest.mark.ort
+def test_outputs_count_as_matching_only_where_the_semantics_are_the_same(tmp_path: Path) -> None:
+    """A tool's output is held to `optimize_onnx`'s check: different outputs pass only when
+    both models compute the same values unoptimized and the output is no further from them."""
+    original, uint8 = qdq_pair()
+    paths = {name: tmp_path / f"{name}.onnx" for name in ("original", "uint8", "other", "broken")}
+    onnx.save(original, paths["original"])
+    onnx.save(uint8, paths["uint8"])
+    other = onnx.ModelProto()
+    other.CopyFrom(original)
+    other.graph.initializer[0].CopyFrom(onnx.numpy_helper.from_array(
+        onnx.numpy_helper.to_array(other.graph.initializer[0]) * 2, other.graph.initializer[0].name))
+    onnx.save(other, paths["other"])
+    paths["broken"].write_bytes(b"not a model")
+    inputs = {"x": np.random.default_rng(0).standard_normal((1, 4, 6, 6)).astype(np.float32)}
+    reference = backends.run_model(paths["original"], inputs)
+    baseline = _Baseline(paths["original"], inputs, reference, 0, 0, b"", _QuietLatency([1.0]))
+    assert not same_semantics(baseline, paths["other"], reference)  # even with the original's outputs
+    assert not same_semantics(baseline, paths["broken"], reference)
+    got = backends.run_model(paths["uint8"], inputs)
+    assert same_semantics(baseline, paths["uint8"], got) is bool(np.allclose(got["y_dq"], reference["y_dq"],
+                                                                            atol=1e-4, rtol=1e-3))
