@@ -33,7 +33,7 @@ from benchmarks._tools import TOOLS, Tool, ToolOptions, ToolStatus, run_tool
 from benchmarks.models import Size, build_cached
 from taso import backends
 from taso.backends import max_ir_version
-from tests.test_semantics import qdq_pair
+from tests.helpers.qdq import qdq_pair
 
 MODEL = "nasrnn"
 EXPLODING = Tool("exploding", "benchmarks", "tests.test_benchmark_run:explode")

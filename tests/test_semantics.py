@@ -17,12 +17,12 @@ from taso.backends.semantics import (
     SemanticComparison,
     output_deviations,
 )
+from taso.ir import Graph
 from taso.pipeline import _choose
-from taso.pipeline._canonical_qdq import unsigned_activations
-from taso.pipeline._export import export
+from taso.pipeline._rewriting import SearchOutcome
 from taso.report import CheckStatus, Decision
-from tests.test_canonical_qdq import _residual_block
-from tests.test_decision_fallback import choose_on, simplified_search  # noqa: F401  (a fixture)
+from tests.helpers.choosing import choose_on, search_with_a_no_op
+from tests.helpers.qdq import qdq_pair
 
 STEP = 0.08  # one quantization step of the output
 
@@ -76,12 +76,6 @@ def test_non_finite_and_non_float_outputs_are_not_excused() -> None:
 
 
 # ----- run unoptimized -------------------------------------------------------------------------
-def qdq_pair() -> tuple[onnx.ModelProto, onnx.ModelProto]:
-    """A residual QDQ block (int8 activations) and the same written with uint8 ones: the
-    same values, bit for bit, when each op runs as the spec writes it."""
-    return export(_residual_block()), export(unsigned_activations(_residual_block())[0])
-
-
 def run_all(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
 
@@ -121,6 +115,16 @@ def _unoptimized() -> ort.SessionOptions:
 
 
 # ----- the check -------------------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _own_cache(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # noqa: ANN001
+    monkeypatch.setenv("TASO_CACHE_DIR", str(tmp_path))
+
+
+@pytest.fixture(scope="module")
+def simplified_search() -> tuple[onnx.ModelProto, Graph, SearchOutcome]:
+    return search_with_a_no_op()
+
+
 def judged(passed: bool, calls: list[object]) -> object:
     def fake(*args: object, **kwargs: object) -> SemanticComparison:
         calls.append(args)
@@ -133,7 +137,7 @@ def judged(passed: bool, calls: list[object]) -> object:
 @pytest.mark.ort
 @pytest.mark.parametrize("passed", [True, False])
 def test_the_check_asks_compare_semantics_only_where_values_differ(
-    simplified_search, monkeypatch: pytest.MonkeyPatch, passed: bool,  # noqa: F811, ANN001
+    simplified_search: tuple[onnx.ModelProto, Graph, SearchOutcome], monkeypatch: pytest.MonkeyPatch, passed: bool,
 ) -> None:
     _, _, outcome = simplified_search
     calls: list[object] = []
