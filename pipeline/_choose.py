@@ -197,8 +197,9 @@ class _Checking:
         checked = replace(trial, status=CheckStatus.PASSED if passed else CheckStatus.FAILED,
                           diffs=comparison.max_abs_diffs())
         if not passed:
+            why = "" if semantic is None else f" (against the ONNX semantics: {semantic.summary()})"
             checked = replace(checked, decision=Decision.MISMATCH,
-                              notes=(*trial.notes, "outputs differ from the original: " + comparison.summary()))
+                              notes=(*trial.notes, "outputs differ from the original: " + comparison.summary() + why))
         elif semantic is not None:
             checked = replace(checked, notes=(*trial.notes, _SAME_SEMANTICS + semantic.summary()))
         return checked, duel
