@@ -9,7 +9,7 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 from taso.ir import Graph
-from taso.pipeline._canonical_qdq import unsigned_activations
+from taso.pipeline._canonical_qdq import UNSIGNED_ACTIVATIONS, unsigned_activations
 from taso.pipeline._export import export
 from tests.helpers.graphs import make_graph
 
@@ -57,5 +57,11 @@ def residual_block() -> Graph:
 
 def qdq_pair() -> tuple[onnx.ModelProto, onnx.ModelProto]:
     """`residual_block` and the same written with uint8 activations: the same values, bit
-    for bit, when each op runs as the spec writes it."""
-    return export(residual_block()), export(unsigned_activations(residual_block())[0])
+    for bit, when each op runs as the spec writes it. A pair that is not that fails here,
+    where it is built, rather than looking like a failure of the check it feeds."""
+    uint8, counts = unsigned_activations(residual_block())
+    assert counts == {UNSIGNED_ACTIVATIONS: 4}, counts  # all four activations, weights untouched
+    pair = export(residual_block()), export(uint8)
+    for model in pair:
+        onnx.checker.check_model(model, full_check=True)
+    return pair
