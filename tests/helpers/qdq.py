@@ -61,7 +61,4 @@ def qdq_pair() -> tuple[onnx.ModelProto, onnx.ModelProto]:
     where it is built, rather than looking like a failure of the check it feeds."""
     uint8, counts = unsigned_activations(residual_block())
     assert counts == {UNSIGNED_ACTIVATIONS: 4}, counts  # all four activations, weights untouched
-    pair = export(residual_block()), export(uint8)
-    for model in pair:
-        onnx.checker.check_model(model, full_check=True)
-    return pair
+    return export(residual_block()), export(uint8)
