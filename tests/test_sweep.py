@@ -507,3 +507,62 @@ def test_two_forward_looks_that_together_say_slower_are_not_kept() -> None:
     result = _screened_sweep(judge, 2.0)
     assert ops_of(result.graph) == ["A", "C", "A"] and looks == [("forward", 0), ("forward", 1)]
     assert not result.steps[0].accepted
+
+
+def _undecided_first(first: Judgement, *, later: Judgement | None = None):
+    """A->B measured `first` (both forward looks) when the graph still has C, `later` after
+    C->E was kept; C->E and E->F as `DEVICE` prices them; every reverse look agrees."""
+
+    def judge(current: Graph, candidate: Graph, deadline: float, *, look: int = 0) -> Judgement:
+        before, after = ops_of(current), ops_of(candidate)
+        if before.count("A") != after.count("A"):  # A->B, forward or reverse
+            verdict = first if "C" in before else (later or first)
+            return verdict if "A" in before else Judgement(1 / verdict.speedup, False)
+        speedup = DEVICE.cost(current) / DEVICE.cost(candidate)
+        return Judgement(speedup, speedup > 1.01)
+
+    return judge
+
+
+DEVICE = OpWeights({"A": 3.0, "B": 3.0, "C": 3.0, "E": 2.0, "F": 1.0})
+"""C->E and then E->F are clear wins on the device; A->B is scripted."""
+
+
+def _confident_sweep(judge):
+    screen = OpWeights({"A": 3.0, "B": 2.0, "C": 2.0, "E": 1.5})  # A->B predicted 1.25x: confident
+    return sweep(chain("A", "C", "A"), listing(swap("A", "B"), swap("C", "E")), judge, prior=WEIGHTS,
+                 time_budget_s=10, screen=screen, min_predicted=1.005)
+
+
+def test_an_undecided_confident_sweep_is_judged_once_more_after_another_is_kept() -> None:
+    """PP-OCRv4 det (paddle2onnx 1.x): the HardSwish re-form, predicted 1.065x, measured
+    1.039x, short of its confirmation; after the conv folds were kept it is judged again."""
+    judge = _undecided_first(Judgement(1.03, False), later=Judgement(1.08, True))
+    result = _confident_sweep(judge)
+    assert ops_of(result.graph) == ["B", "E", "B"] and result.applied == {"A->B": 2, "C->E": 1}
+    assert [(s.rule_id, s.accepted) for s in result.steps] == [("A->B", False), ("C->E", True), ("A->B", True)]
+
+
+def test_an_undecided_sweep_is_judged_again_only_once() -> None:
+    """Undecided twice: not judged a third time after E->F is kept."""
+    judge = _undecided_first(Judgement(1.03, False))
+    screen = OpWeights({"A": 3.0, "B": 2.0, "C": 3.0, "E": 2.0, "F": 1.0})
+    result = sweep(chain("A", "C", "A"), listing(swap("A", "B"), swap("C", "E"), swap("E", "F")), judge,
+                   prior=screen, time_budget_s=10, screen=screen, min_predicted=1.005)
+    assert ops_of(result.graph) == ["A", "F", "A"]
+    assert [s.rule_id for s in result.steps] == ["A->B", "C->E", "A->B", "E->F"]
+
+
+@pytest.mark.parametrize("first", [Judgement(0.98, False), Judgement(0.0, False)])
+def test_a_confident_sweep_measured_slower_is_not_judged_again(first: Judgement) -> None:
+    judge = _undecided_first(first, later=Judgement(1.08, True))
+    result = _confident_sweep(judge)
+    assert ops_of(result.graph) == ["A", "E", "A"] and [s.rule_id for s in result.steps] == ["A->B", "C->E"]
+
+
+def test_an_unconfident_undecided_sweep_is_not_judged_again() -> None:
+    judge = _undecided_first(Judgement(1.03, False), later=Judgement(1.08, True))
+    screen = OpWeights({"A": 3.0, "B": 2.95, "C": 2.0, "E": 1.5})  # A->B predicted 1.0125x
+    result = sweep(chain("A", "C", "A"), listing(swap("A", "B"), swap("C", "E")), judge, prior=WEIGHTS,
+                   time_budget_s=10, screen=screen, min_predicted=1.005)
+    assert [s.rule_id for s in result.steps] == ["A->B", "C->E"]
