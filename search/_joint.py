@@ -9,7 +9,8 @@ and 0.999x alone, 1.035x together; torchvision MobileNetV3 dynamo export 1.044x
 together). Judging one rule at a time never keeps either.
 
 So when a round of single sweeps keeps nothing, pairs of rules whose matches meet (a
-match of one reads or writes a value that a match of the other reads or writes) are
+match of one reads or writes a value that a match of the other reads or writes, or one
+op lies between them: `meeting`) are
 swept together, one rule's sweep then the other's on its result, and priced by the
 screen (a measured cost model of the kernels ORT compiles). A pair is judged only where
 the screen predicts it faster than `min_predicted` and than the two singles' predicted
@@ -20,7 +21,8 @@ judge, as for every sweep, decides.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+import math
+from collections.abc import Iterable, Iterator, Mapping
 
 from taso.ir import Graph
 from taso.search._candidates import Candidate, RuleExpand, apply_all
@@ -31,8 +33,12 @@ the product of its two rules' predicted speedups (an interaction, not two small 
 added up: those are judged one by one)."""
 
 MAX_JOINT_PAIRS = 12
-"""Pairs built and screened per round at most, in the prior's order (each screen
-compiles and profiles a whole candidate)."""
+"""Pairs built and screened per round at most, most promising first (`promising`; each
+screen compiles and profiles a whole candidate)."""
+
+Promise = Mapping[str, float | None]
+"""Each single sweep's screened speedup, by rule; None for a sweep the screen priced exactly
+like the current graph (ORT runs the same kernels)."""
 
 
 def pair_key(a: str, b: str) -> frozenset[str]:
@@ -40,18 +46,26 @@ def pair_key(a: str, b: str) -> frozenset[str]:
 
 
 def meeting(graph: Graph, a: Candidate, b: Candidate) -> bool:
-    """Whether a match of `a` and one of `b` read or write a common value of `graph`."""
-    return not _values(graph, a.removed).isdisjoint(_values(graph, b.removed))
+    """Whether a match of `a` and one of `b` read or write a common value of `graph`, or
+    one node reads or writes a value of each (one op between them).
+
+    Why one op: a layout change carries through the elementwise op next to it. PP-OCR's
+    squeeze-and-excitation gate is `x * hardsigmoid(conv(...))`; widening the squeeze convs
+    to the NCHWc block rewrites the conv, the gate rule the Mul, the HardSigmoid lies
+    between, and only the two together pay (1.11x on the text-direction classifier)."""
+    return not _values(graph, a.removed).isdisjoint(_near(graph, _values(graph, b.removed)))
 
 
 def joint_candidates(
     graph: Graph, singles: list[Candidate], expand_rule: RuleExpand, *, tried: set[frozenset[str]],
+    promise: Promise | None = None,
 ) -> Iterator[Candidate]:
     """Pairs of `singles` (sweeps of `graph`, in the prior's order) whose matches meet and
     were not tried before, each as `a`'s sweep with `b`'s rule swept on top of it (at
-    most `MAX_JOINT_PAIRS`, lazily: the caller stops when its time is up)."""
+    most `MAX_JOINT_PAIRS`, lazily: the caller stops when its time is up), most promising
+    first by the singles' screened speedups (`promising`), else in the prior's order."""
     built = 0
-    for a, b in itertools.combinations(singles, 2):
+    for a, b in promising(itertools.combinations(singles, 2), promise):
         if built >= MAX_JOINT_PAIRS:
             return
         key = pair_key(a.rule_id, b.rule_id)
@@ -69,9 +83,40 @@ def joint_candidates(
                             joint=((b.rule_id, count),))
 
 
+def promising(pairs: Iterable[tuple[Candidate, Candidate]],
+              promise: Promise | None) -> Iterable[tuple[Candidate, Candidate]]:
+    """`pairs` (in the prior's order), those of two rules that each change the kernels ORT
+    runs first, each part by the product of its singles' screened speedups, highest first
+    (a single not screened counts 1.0).
+
+    Why: the pairs worth judging are two layout changes that pay only together, and the
+    prior's order let one rule take every place. On PP-OCR's text-direction classifier the
+    12 places went to a HardSwish re-form that ORT compiles to the same kernels and to
+    Mul re-associations predicted 0.98x, paired with everything they met, while widening
+    the SE blocks' squeeze convs to the NCHWc block (1.00x alone) with the channel gate
+    brought to the activation's shape (0.95x alone), 1.11x together, was never built."""
+    if promise is None:
+        return pairs
+
+    def key(pair: tuple[Candidate, Candidate]) -> tuple[bool, float]:
+        speedups = [promise.get(single.rule_id, 1.0) for single in pair]
+        same_kernels = None in speedups
+        return same_kernels, -math.prod(1.0 if p is None else p for p in speedups)
+
+    return sorted(pairs, key=key)  # stable: ties keep the prior's order
+
+
 def interacts(joint: float, singles: tuple[float, float], min_predicted: float) -> bool:
     """Whether a pair predicted `joint` is worth judging, its rules predicted `singles` alone."""
     return joint >= min_predicted and joint >= singles[0] * singles[1] * JOINT_MARGIN
+
+
+def _near(graph: Graph, values: set[str]) -> set[str]:
+    """`values`, and every value of a node that reads or writes one of them."""
+    producers, consumers = graph.producers, graph.consumers
+    touching = {producers[v][0] for v in values if v in producers}
+    touching.update(node_id for v in values for node_id in consumers.get(v, ()))
+    return values | _values(graph, frozenset(touching))
 
 
 def _values(graph: Graph, nodes: frozenset[int]) -> set[str]:

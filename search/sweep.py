@@ -212,12 +212,13 @@ class _Run:
     screen_s: float = 0.0  # the longest screen so far, per unit of `size_ratio`
     base: float | None = None  # the screen's price of the current graph
     predicted: dict[str, float] = field(default_factory=dict)  # this round's single predictions, by rule
+    same_kernels: set[str] = field(default_factory=set)  # this round's singles priced like the current graph
     undecided: set[str] = field(default_factory=set)  # judged not faster, against a confident prediction
     reopened_once: set[str] = field(default_factory=set)  # undecided rules already judged once more
 
     def new_round(self, current: Graph) -> None:
         self.base = None if self.screen is None else self.screen.cost(current)
-        self.predicted = {}
+        self.predicted, self.same_kernels = {}, set()
 
     def judged_round(self, current: Graph, candidates: Iterable[Screened],
                      judged: set[str]) -> tuple[Candidate | None, float]:
@@ -280,7 +281,9 @@ class _Run:
         """The joint sweeps of `singles` (this round's, judged or not) worth judging, each
         with its screened prediction."""
         by_rule = {single.rule_id: single for single in singles}
-        for pair in joint_candidates(current, singles, expand_rule, tried=tried):
+        promise = {rule_id: None if rule_id in self.same_kernels else predicted
+                   for rule_id, predicted in self.predicted.items()}
+        for pair in joint_candidates(current, singles, expand_rule, tried=tried, promise=promise):
             alone = [self._single(by_rule[rule_id]) for rule_id, _ in pair.counts]
             priced = None if None in alone else self._priced(pair, time.perf_counter())
             if priced is None:  # a screen would outlast the budget
@@ -307,6 +310,8 @@ class _Run:
         predicted, skip = _screened(cost, self.base, self.min_predicted)
         if not candidate.joint:
             self.predicted[candidate.rule_id] = predicted
+            if skip is Skipped.SAME_KERNELS:
+                self.same_kernels.add(candidate.rule_id)
         return predicted, skip
 
     def _record(self, candidate: Candidate, speedup: float, predicted: float, accepted: bool, *,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import taso.search._joint as joint_module
 from taso.ir import Graph
 from taso.report import JointRule, SweepRecord
 from taso.search import WholeGraphCost
@@ -34,7 +35,7 @@ class Together(WholeGraphCost):
         return 10.0 + self.alone * (has_b + has_e) + (self.together if has_b and has_e else 0.0)
 
 
-def _judge(device: Together):
+def _judge(device: WholeGraphCost):
     judged: list[list[str]] = []
 
     def judge(current: Graph, candidate: Graph, deadline: float, *, look: int = 0) -> Judgement:
@@ -68,10 +69,18 @@ def test_two_rules_that_pay_only_together_are_kept_as_a_joint_sweep() -> None:
 def test_rules_whose_matches_do_not_meet_are_not_paired() -> None:
     device = Together()
     judge, judged = _judge(device)
-    result = _sweep(chain("A", "X", "C"), device, judge)  # A's and C's matches share no value
-    assert ops_of(result.graph) == ["A", "X", "C"] and not result.applied
+    result = _sweep(chain("A", "X", "X", "C"), device, judge)  # two ops between A's and C's matches
+    assert ops_of(result.graph) == ["A", "X", "X", "C"] and not result.applied
     assert not any(s.joint for s in result.steps) and judged == []
     assert all(set(ops) != {"B", "X", "E"} for ops in device.calls)  # the pair was never built
+
+
+def test_rules_one_op_apart_are_paired() -> None:
+    """PP-OCR's SE gate: the widened squeeze conv and the gate's Mul, a HardSigmoid between."""
+    device = Together()
+    judge, _ = _judge(device)
+    result = _sweep(chain("A", "X", "C"), device, judge)
+    assert ops_of(result.graph) == ["B", "X", "E"] and dict(result.applied) == {"A->B": 1, "C->E": 1}
 
 
 def test_a_pair_that_only_adds_up_two_small_wins_is_not_judged_jointly() -> None:
@@ -141,3 +150,45 @@ def test_a_pair_faster_than_the_rounds_small_win_replaces_it() -> None:
     assert small.speedup > 1.01 and not small.accepted  # measured faster, outdone by the pair
     (pair,) = [s for s in result.steps if s.joint]
     assert pair.accepted
+
+
+def test_pairs_are_built_most_promising_first() -> None:
+    """PP-OCR's text-direction classifier: a HardSwish re-form that ORT compiles to the same
+    kernels, first in the prior's order, took every place for pairs; widening the squeeze
+    convs with the upsampled gate (1.11x together) was never built."""
+    graph = chain("A", "C", "X", "D")  # A->B meets C->E, C->E meets D->F; A->B and D->F do not meet
+    rules = {"A->B": swap("A", "B"), "C->E": swap("C", "E"), "D->F": swap("D", "F")}
+    refind = lambda rule: Expander((rules[rule],))  # noqa: E731
+    singles = []
+    for node_id, rule_id in zip((0, 1, 3), rules, strict=True):
+        swept, _ = apply_all(graph, list(refind(rule_id)(graph, None)))
+        singles.append(Candidate(rule_id, swept, 1, 0.0, 1.0, removed=frozenset({node_id})))
+
+    def order(promise) -> list[tuple[str, str]]:
+        return [(p.rule_id, p.joint[0][0]) for p in joint_candidates(graph, singles, refind, tried=set(), promise=promise)]
+
+    assert order(None) == [("A->B", "C->E"), ("C->E", "D->F")]  # the prior's order
+    assert order({"A->B": 1.01, "C->E": 1.0, "D->F": 0.9}) == [("A->B", "C->E"), ("C->E", "D->F")]
+    assert order({"A->B": 1.01, "C->E": 1.0, "D->F": 1.02}) == [("C->E", "D->F"), ("A->B", "C->E")]
+    assert order({"A->B": None, "C->E": 0.98, "D->F": 0.95}) == [("C->E", "D->F"), ("A->B", "C->E")]  # same kernels: last
+    assert order({"C->E": 1.0, "D->F": 0.95}) == [("A->B", "C->E"), ("C->E", "D->F")]  # not screened: 1.0
+
+
+def test_the_sweep_screens_first_the_pair_its_singles_promise(monkeypatch) -> None:
+    """One place for a pair: A->B (ORT runs the same kernels) comes first in the prior's
+    order and meets C->E, but the pair kept is C->E with D->F, which pay only together."""
+    monkeypatch.setattr(joint_module, "MAX_JOINT_PAIRS", 1)
+    rules = {"A->B": swap("A", "B"), "C->E": swap("C", "E"), "D->F": swap("D", "F")}
+
+    @dataclasses.dataclass(frozen=True)
+    class Device(WholeGraphCost):
+        def cost(self, graph: Graph) -> float:
+            ops = ops_of(graph)
+            return 10.0 + 0.1 * ("E" in ops) + 0.05 * ("F" in ops) - (3.0 if "E" in ops and "F" in ops else 0.0)
+
+    device = Device()
+    judge, _ = _judge(device)
+    prior = OpWeights({"A": 3.0, "B": 1.0, "C": 1.0, "D": 1.0, "E": 1.0, "F": 1.0})  # A->B first
+    result = sweep(chain("A", "C", "D"), Expander(tuple(rules.values())), judge, prior=prior, time_budget_s=10,
+                   screen=device, min_predicted=1.005, expand_rule=lambda rule: Expander((rules[rule],)))
+    assert dict(result.applied) == {"C->E": 1, "D->F": 1}
