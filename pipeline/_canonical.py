@@ -35,7 +35,13 @@ differently):
    every float value unchanged; ORT's CPU fuses DQ -> op -> Q into integer kernels only for
    uint8 activations, and its own conversion skips a Q read twice (SE blocks, residuals).
 
-Bypassing Identity nodes and writing scalars change nothing ORT runs (it drops Identity
+7. **Transposes are sunk until they cancel** (`_canonical_transpose`, run first): a
+   Transpose moves below elementwise ops, keepdims reductions and Pads, pairs merge or
+   cancel, and the result is kept only with fewer Transposes. tf2onnx leaves a Keras
+   MobileNetV3's squeeze-and-excitation blocks on NHWC tensors between Transposes, where
+   no NCHW rule matches; ORT makes the same moves at session time.
+
+Bypassing Identity nodes, writing scalars and sinking Transposes change nothing ORT runs (it drops Identity
 nodes and broadcasts either way): they only let rules match. Bypassing a reshape round trip
 or a whole slice removes copies ORT would run, and uint8 activations let ORT fuse more: each is a
 *simplification*, listed among the applied rewrites
@@ -60,6 +66,7 @@ from taso.pipeline._canonical_qdq import (
     UNSIGNED_ACTIVATIONS,
     unsigned_activations,
 )
+from taso.pipeline._canonical_transpose import sink_transposes
 from taso.pipeline._rewire import rewired
 
 _STANDARD = ("", "ai.onnx")
@@ -97,6 +104,7 @@ class Canonical:
 def canonicalize(graph: Graph) -> Canonical:
     """`graph` in the normal form the rules are written against (see the module docstring)."""
     counts: Counter[str] = Counter()
+    graph = sink_transposes(graph, counts)  # before step 1: a cancelled pair leaves an Identity
     graph = _bypass_identities(graph, counts)
     graph = _bypass_round_trip_reshapes(graph, counts)
     graph = _bypass_no_op_arithmetic(graph, counts)
