@@ -204,6 +204,29 @@ def test_a_multiplier_that_is_not_the_float_nearest_a_sixth_is_not_hardswish():
     assert not find_matches(_tf2onnx_hardswish(15, 0.1667), RULES["ax-hard_swish_mul_sixth-rev"])
 
 
+def _hard_sigmoid_by_hand(last: str, constant: float):
+    """clip(x + 3, 0, 6) * fl(1/6) (tf2onnx's Keras hard_sigmoid, an SE gate) or / 6."""
+    nodes = [h.make_node("Add", ["x", "three"], ["p"]), h.make_node("Clip", ["p", "lo", "hi"], ["c"]),
+             h.make_node(last, ["c", "k"], ["y"])]
+    inits = [_const("three", 3.0, ()), _const("lo", 0.0, ()), _const("hi", 6.0, ()), _const("k", constant, ())]
+    return make_graph(nodes, {"x": (1, 16, 1, 1)}, ["y"], inits, opset=15)
+
+
+@pytest.mark.parametrize(("last", "constant", "rule_id"), [("Mul", 1 / 6, "ax-hard_sigmoid_sixth-rev"),
+                                                            ("Div", 6.0, "ax-hard_sigmoid_div6-rev")])
+def test_a_hard_sigmoid_written_out_becomes_one_op(last: str, constant: float, rule_id: str):
+    graph = _hard_sigmoid_by_hand(last, constant)
+    rewritten = _apply_everywhere(graph, rule_id)
+    assert _ops(export(rewritten)) == ["HardSigmoid"]
+    assert RULES[rule_id].exactness.value == "rounds-constants"
+    assert_same_outputs(graph, rewritten)
+
+
+def test_a_hard_sigmoid_by_another_constant_is_left_alone():
+    assert not find_matches(_hard_sigmoid_by_hand("Mul", 0.1667), RULES["ax-hard_sigmoid_sixth-rev"])
+    assert not find_matches(_hard_sigmoid_by_hand("Div", 5.0), RULES["ax-hard_sigmoid_div6-rev"])
+
+
 def test_paddle2onnx_2_hardswish_becomes_one_op_where_the_opset_has_it():
     """x * HardSigmoid(x; fl(1/6), 1/2), HardSigmoid first, as paddle2onnx 2.x writes it."""
     nodes = [h.make_node("HardSigmoid", ["x"], ["s"], alpha=1 / 6, beta=0.5), h.make_node("Mul", ["s", "x"], ["y"])]
