@@ -8,7 +8,7 @@ Transposes at session time, so they cost nothing, but the rules (a spatial mean 
 GlobalAveragePool, the gate upsampled for ORT's blocked layout) are written against the
 NCHW form and match none of it.
 
-A Transpose ``t = T_P(x)`` is moved below the ops that read it when every reader is one of:
+A Transpose ``t = T_P(x)`` is moved below each op that reads it and is one of:
 
 - an elementwise op of one tensor (Relu, Clip, Sigmoid, ...): ``f(T_P(x)) = T_P(f(x))``;
 - an elementwise op of two (Add, Mul, ...) whose other operand is a constant (transposed
@@ -17,7 +17,8 @@ A Transpose ``t = T_P(x)`` is moved below the ops that read it when every reader
 - a reduction with ``keepdims=1`` and constant axes: its axes are mapped through ``P``;
 - another Transpose ``T_Q``: the two become one, ``T_{P∘Q}``, or nothing when they cancel.
 
-Each reader then reads ``x`` and a Transpose after it writes the reader's old output.
+Each such reader then reads ``x`` and a Transpose after it writes the reader's old output;
+``T_P`` stays for its other readers, and is removed once nothing reads it.
 Every element is computed from the same elements by the same op as before (a reduction
 may sum them in another order, as after ORT's own transpose optimizer). The pass runs
 until nothing moves, and its result is kept only when it has fewer Transposes than the
@@ -31,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 from taso._constness import Constness
 from taso.ir import Graph, Initializer, Node, TensorType
@@ -236,7 +237,7 @@ def _other_operand(graph: Graph, constness: Constness, fresh: FreshNames, name: 
     full = value.reshape((1,) * (len(perm) - value.ndim) + value.shape)
     moved = np.ascontiguousarray(np.transpose(full, np.argsort(perm)))
     fresh_name = fresh.take(name)
-    tensor_type = TensorType(graph.types[name].elem_type, moved.shape)
+    tensor_type = TensorType(helper.np_dtype_to_tensor_dtype(moved.dtype), moved.shape)
     return fresh_name, Initializer(fresh_name, tensor_type, numpy_helper.from_array(moved, fresh_name))
 
 
