@@ -39,7 +39,8 @@ differently):
    Transpose moves below elementwise ops, keepdims reductions and Pads, pairs merge or
    cancel, and the result is kept only with fewer Transposes. tf2onnx leaves a Keras
    MobileNetV3's squeeze-and-excitation blocks on NHWC tensors between Transposes, where
-   no NCHW rule matches; ORT makes the same moves at session time.
+   no NCHW rule matches; ORT makes the same moves at session time. A moved reduction
+   may sum the same elements in another order; every other value is bit for bit the same.
 
 Bypassing Identity nodes, writing scalars and sinking Transposes change nothing ORT runs (it drops Identity
 nodes and broadcasts either way): they only let rules match. Bypassing a reshape round trip
