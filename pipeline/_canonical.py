@@ -126,7 +126,7 @@ def _bypass(graph: Graph, counts: Counter[str], what: str, kept: Kept, *, prune:
     """Every node `kept` names an input for is bypassed: its readers read that input. A node
     whose output is a graph output or is read inside a subgraph stays. With `prune`,
     reshape-like and Constant nodes left unread are removed too."""
-    captured = {name for node in graph.nodes.values() for name in node.captures}
+    captured = graph.captured
     renames: dict[str, str] = {}
     for node in graph.nodes.values():
         if node.domain not in _STANDARD or len(node.outputs) != 1:
@@ -208,7 +208,7 @@ def _chain_start_of_same_shape(graph: Graph, node: Node) -> str | None:
 
 def _unread_pure_nodes(graph: Graph) -> list[int]:
     """Reshape-like and Constant nodes that nothing reads any more (transitively)."""
-    captured = {name for node in graph.nodes.values() for name in node.captures}
+    captured = graph.captured
     removed: set[int] = set()
     changed = True
     while changed:
@@ -290,7 +290,7 @@ def _scalar_constants(graph: Graph, counts: Counter[str]) -> Graph:
 
 def _unread_constant_nodes(graph: Graph, replaced: Mapping[str, Initializer]) -> list[int]:
     """The `Constant` nodes whose every reader now reads the scalar instead."""
-    captured = {name for node in graph.nodes.values() for name in node.captures}
+    captured = graph.captured
     out = []
     for name in replaced:
         producer = graph.producers.get(name)

@@ -64,7 +64,7 @@ def unsigned_activations(graph: Graph) -> tuple[Graph, dict[str, int]]:
     """`graph` with every int8 activation Q -> DQ written as uint8 (see the module
     docstring), and how many activations changed."""
     constness = Constness(graph)
-    captured = {name for node in graph.nodes.values() for name in node.captures}
+    captured = graph.captured
     sites = [site for node_id in graph.nodes if (site := _site(graph, constness, captured, node_id))]
     if not sites:
         return graph, {}

@@ -94,7 +94,7 @@ def _transposes(graph: Graph) -> int:
 
 def _sink_one(graph: Graph) -> Graph | None:
     """`graph` with the first Transpose (in topological order) that can move moved one op down."""
-    captured = {name for node in graph.nodes.values() for name in node.captures}
+    captured = graph.captured
     constness = Constness(graph)
     for node_id in graph.topological_order:
         node = graph.nodes[node_id]
@@ -115,7 +115,7 @@ def _sink_one(graph: Graph) -> Graph | None:
 def _without_unread_transposes(graph: Graph) -> Graph:
     """`graph` less the Transposes nothing reads any more (a binary op moved above ``T_P(y)``
     reads ``y``)."""
-    captured = {name for node in graph.nodes.values() for name in node.captures}
+    captured = graph.captured
     while True:
         unread = [node_id for node_id, node in graph.nodes.items()
                   if node.op_type == "Transpose" and node.domain in _STANDARD
@@ -258,12 +258,9 @@ def _reduction(graph: Graph, constness: Constness, fresh: FreshNames, reader_id:
     value = constness.small_value(reader.inputs[1], rank)
     if value is None or value.dtype.kind not in "iu" or value.size == 0:
         return None
-    mapped_axes = np.asarray(sorted(perm[int(a) % rank] for a in value.reshape(-1)), dtype=np.int64)
-    name = fresh.take(reader.inputs[1])
-    init = Initializer(name, TensorType(7, mapped_axes.shape), numpy_helper.from_array(mapped_axes, name))
-    node = replace(reader, proto=None)
-    return _below(graph, fresh, reader_id, reader, perm, {0: x, 1: name}, node=node,
-                  initializers=(init,))
+    init = _int64_initializer(fresh, reader.inputs[1], sorted(perm[int(a) % rank] for a in value.reshape(-1)))
+    return _below(graph, fresh, reader_id, reader, perm, {0: x, 1: init.name},
+                  node=replace(reader, proto=None), initializers=(init,))
 
 
 def _pad(graph: Graph, constness: Constness, fresh: FreshNames, reader_id: int, reader: Node,
@@ -291,8 +288,13 @@ def _pad(graph: Graph, constness: Constness, fresh: FreshNames, reader_id: int, 
     value = constness.small_value(reader.inputs[1], 2 * rank)
     if value is None or value.dtype.kind not in "iu" or value.size != 2 * rank:
         return None
-    new_pads = np.asarray(moved(value.reshape(-1).tolist()), dtype=np.int64)
-    name = fresh.take(reader.inputs[1])
-    init = Initializer(name, TensorType(7, new_pads.shape), numpy_helper.from_array(new_pads, name))
-    return _below(graph, fresh, reader_id, reader, perm, {0: x, 1: name},
+    init = _int64_initializer(fresh, reader.inputs[1], moved(value.reshape(-1).tolist()))
+    return _below(graph, fresh, reader_id, reader, perm, {0: x, 1: init.name},
                   node=replace(reader, proto=None), initializers=(init,))
+
+
+def _int64_initializer(fresh: FreshNames, hint: str, values: Sequence[int]) -> Initializer:
+    """A new 1-d int64 constant (moved axes or pads) named after `hint`."""
+    array = np.asarray(values, dtype=np.int64)
+    name = fresh.take(hint)
+    return Initializer(name, TensorType(7, array.shape), numpy_helper.from_array(array, name))

@@ -187,6 +187,11 @@ class Graph:
         return MappingProxyType({k: tuple(dict.fromkeys(v)) for k, v in table.items()})
 
     @cached_property
+    def captured(self) -> frozenset[str]:
+        """Values read inside some node's subgraph (If/Loop/Scan bodies)."""
+        return frozenset(name for node in self.nodes.values() for name in node.captures)
+
+    @cached_property
     def _dag(self) -> nx.DiGraph:
         dag = nx.DiGraph()
         dag.add_nodes_from(self.nodes)
