@@ -77,10 +77,11 @@ def sink_transposes(graph: Graph, counts: Counter[str]) -> Graph:
     current, moves = graph, 0
     limit = MAX_MOVES_PER_NODE * len(graph.nodes)
     while moves < limit:
-        moved = _sink_one(current)
+        moved = _sink_pass(current)
         if moved is None:
             break
-        current, moves = moved, moves + 1
+        current, made = moved
+        moves += made
     current = _without_unread_transposes(current)
     if _transposes(current) >= before:
         return graph
@@ -92,24 +93,47 @@ def _transposes(graph: Graph) -> int:
     return sum(1 for node in graph.nodes.values() if node.op_type == "Transpose" and node.domain in _STANDARD)
 
 
-def _sink_one(graph: Graph) -> Graph | None:
-    """`graph` with the first Transpose (in topological order) that can move moved one op down."""
+def _sink_pass(graph: Graph) -> tuple[Graph, int] | None:
+    """`graph` with every Transpose that can move moved one op down, in topological order,
+    and how many moved; None when none can.
+
+    A Transpose whose node or readers an earlier move of the pass rewrote waits for the
+    next pass, so the moves of one pass touch disjoint nodes and are made as one rewrite
+    (one pass per op of depth, not one graph per move: 4 s of a 30 s budget on a tf2onnx
+    MobileNetV3-Large export went to 280 single moves)."""
     captured = graph.captured
     constness = Constness(graph)
+    fresh = FreshNames(graph)
+    touched: set[int] = set()
+    removed: list[int] = []
+    moves: list[_Move] = []
+    made = 0
     for node_id in graph.topological_order:
+        if node_id in touched:
+            continue
         node = graph.nodes[node_id]
         perm = _perm(graph, node)
         if perm is None or node.outputs[0] in graph.outputs or node.outputs[0] in captured:
             continue
-        readers = graph.consumers.get(node.outputs[0], ())
-        if not readers:
+        readers = tuple(dict.fromkeys(graph.consumers.get(node.outputs[0], ())))
+        if not readers or not touched.isdisjoint(readers):
             continue
-        fresh = FreshNames(graph)
-        moves = [_move(graph, constness, fresh, node, perm, reader) for reader in dict.fromkeys(readers)]
-        movable = [move for move in moves if move is not None]
-        if movable:
-            return _applied(graph, node_id, movable, all_readers=len(movable) == len(moves))
-    return None
+        found = [_move(graph, constness, fresh, node, perm, reader) for reader in readers]
+        movable = [move for move in found if move is not None]
+        if not movable:
+            continue
+        touched.add(node_id)
+        touched.update(readers)
+        moves.extend(movable)
+        removed.extend(move.reader for move in movable)
+        if len(movable) == len(found):
+            removed.append(node_id)
+        made += 1
+    if not made:
+        return None
+    types = dict(pair for move in moves for pair in move.types)
+    return graph.rewrite(remove=removed, add=[node for move in moves for node in move.replacement],
+                         types=types, initializers=[init for move in moves for init in move.initializers]), made
 
 
 def _without_unread_transposes(graph: Graph) -> Graph:
@@ -141,15 +165,6 @@ def _perm(graph: Graph, node: Node) -> tuple[int, ...] | None:
 def _rank(graph: Graph, name: str) -> int | None:
     tensor_type = graph.types.get(name)
     return None if tensor_type is None or tensor_type.shape is None else len(tensor_type.shape)
-
-
-def _applied(graph: Graph, transpose: int, moves: Sequence[_Move], *, all_readers: bool) -> Graph:
-    """`moves` made; the Transpose removed when they were all its readers."""
-    types = dict(pair for move in moves for pair in move.types)
-    inits = [init for move in moves for init in move.initializers]
-    return graph.rewrite(remove=[move.reader for move in moves] + ([transpose] if all_readers else []),
-                         add=[node for move in moves for node in move.replacement],
-                         types=types, initializers=inits)
 
 
 def _move(graph: Graph, constness: Constness, fresh: FreshNames, transpose: Node,
