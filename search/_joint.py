@@ -10,7 +10,7 @@ together). Judging one rule at a time never keeps either.
 
 So when a round of single sweeps keeps nothing, pairs of rules whose matches meet (a
 match of one reads or writes a value that a match of the other reads or writes, or one
-op lies between them: `_meeting`) are
+op lies between them: `meeting`) are
 swept together, one rule's sweep then the other's on its result, and priced by the
 screen (a measured cost model of the kernels ORT compiles). A pair is judged only where
 the screen predicts it faster than `min_predicted` and than the two singles' predicted
@@ -47,7 +47,7 @@ def pair_key(a: str, b: str) -> frozenset[str]:
 
 
 @dataclass(frozen=True)
-class _Reach:
+class Reach:
     """The values a sweep's matches read or write, and every value of a node reading or
     writing one of them."""
 
@@ -55,15 +55,15 @@ class _Reach:
     near: frozenset[str]
 
 
-def _reach(graph: Graph, single: Candidate) -> _Reach:
+def reach(graph: Graph, single: Candidate) -> Reach:
     values = _values(graph, single.removed)
     producers, consumers = graph.producers, graph.consumers
     touching = {producers[v][0] for v in values if v in producers}
     touching.update(node_id for v in values for node_id in consumers.get(v, ()))
-    return _Reach(frozenset(values), frozenset(values | _values(graph, frozenset(touching))))
+    return Reach(frozenset(values), frozenset(values | _values(graph, frozenset(touching))))
 
 
-def _meeting(a: _Reach, b: _Reach) -> bool:
+def meeting(a: Reach, b: Reach) -> bool:
     """Whether a match of one sweep and one of the other read or write a common value, or
     one node reads or writes a value of each (one op between them).
 
@@ -82,12 +82,12 @@ def joint_candidates(
     were not tried before, each as `a`'s sweep with `b`'s rule swept on top of it (at
     most `MAX_JOINT_PAIRS`, lazily: the caller stops when its time is up), most promising
     first by the singles' screened speedups (`promising`), else in the prior's order."""
-    built, reach = 0, {single.rule_id: _reach(graph, single) for single in singles}
+    built, reaches = 0, {single.rule_id: reach(graph, single) for single in singles}
     for a, b in promising(itertools.combinations(singles, 2), promise):
         if built >= MAX_JOINT_PAIRS:
             return
         key = pair_key(a.rule_id, b.rule_id)
-        if a.joint or b.joint or key in tried or not _meeting(reach[a.rule_id], reach[b.rule_id]):
+        if a.joint or b.joint or key in tried or not meeting(reaches[a.rule_id], reaches[b.rule_id]):
             continue
         tried.add(key)
         refind = expand_rule(b.rule_id)

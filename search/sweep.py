@@ -23,8 +23,11 @@ only when the graph ORT really runs got faster, neighbours and layout included.
 With a `screen` (a measured cost model, such as the kernel cost model, priced just
 before a sweep would be judged), a sweep is not judged at all when the screen prices it
 exactly like the current graph (ORT runs the same kernels: it cannot be faster) or
-predicts a speedup under `min_predicted`; it is priced again in later rounds, where
-applied sweeps may have changed its effect.
+predicts a speedup under `min_predicted`; it is priced again in a later round where
+the sweep kept meets its matches (`_joint.meeting`) and may have changed its effect,
+and carried over unpriced where it does not (a screen compiles the whole model: 0.4 s on
+a 10 ms one, and twenty such of a round left a tf2onnx MobileNetV3-Large export's
+30 s budget no time for the pair its squeeze-and-excitation blocks need).
 
 A rule judged not faster is not judged again in a later round (its matches have hardly
 changed; measuring them again would spend the budget on the same answer), except once
@@ -46,7 +49,7 @@ from typing import Protocol
 from taso.ir import Graph
 from taso.report import StopReason, SweepSite
 from taso.search._candidates import Candidate, RuleExpand, apply_all, ordered, site_of
-from taso.search._joint import interacts, joint_candidates
+from taso.search._joint import interacts, joint_candidates, meeting, reach
 from taso.search.cost import CostModel
 from taso.search.rewrite import Expand
 
@@ -179,6 +182,7 @@ def sweep(
                 reason = StopReason.TIME_BUDGET
             break
         judged -= run.reopened()  # undecided rules: judged once more, against the graph just kept
+        run.carry_over(current, accepted)
         if _cut_short(run.steps):
             confirmed, confirmed_applied = current, Counter(applied)
         current, found_s = accepted.graph, time.perf_counter() - started
@@ -198,6 +202,16 @@ Screened = tuple[Candidate, float | None]
 """A candidate and its screened prediction (None: not screened yet)."""
 
 
+@dataclass(frozen=True)
+class _Carried:
+    """A single sweep the screen ruled out, carried to the next round: its matches (node
+    ids) and the screen's verdict."""
+
+    removed: frozenset[int]
+    predicted: float
+    skip: Skipped
+
+
 @dataclass
 class _Run:
     """The state of one call of `sweep`: its steps, deadline and longest judgement/screen."""
@@ -215,10 +229,35 @@ class _Run:
     same_kernels: set[str] = field(default_factory=set)  # this round's singles priced like the current graph
     undecided: set[str] = field(default_factory=set)  # judged not faster, against a confident prediction
     reopened_once: set[str] = field(default_factory=set)  # undecided rules already judged once more
+    skips: dict[str, tuple[Candidate, float, Skipped]] = field(default_factory=dict)  # this round's, by rule
+    carried: dict[str, _Carried] = field(default_factory=dict)  # last round's skips the kept sweep did not meet
 
     def new_round(self, current: Graph) -> None:
         self.base = None if self.screen is None else self.screen.cost(current)
-        self.predicted, self.same_kernels = {}, set()
+        self.predicted, self.same_kernels, self.skips = {}, set(), {}
+
+    def carry_over(self, current: Graph, kept: Candidate) -> None:
+        """This round's single sweeps ruled out by the screen whose matches `kept` (a sweep
+        of `current`) does not meet: ruled out again, unpriced, while their matches stay
+        the same (`_carried`)."""
+        near = reach(current, kept)
+        kept_rules = {kept.rule_id, *(rule_id for rule_id, _ in kept.joint)}
+        self.carried = {}
+        for rule_id, (candidate, predicted, skip) in self.skips.items():
+            theirs = reach(current, candidate)
+            if rule_id not in kept_rules and not meeting(near, theirs) and not meeting(theirs, near):
+                self.carried[rule_id] = _Carried(candidate.removed, predicted, skip)
+
+    def _carried(self, candidate: Candidate) -> tuple[float, Skipped] | None:
+        """The screen's last verdict on `candidate`'s rule, if carried over and its matches
+        are the same nodes (kept sweeps leave the other nodes' ids as they were)."""
+        carried = self.carried.get(candidate.rule_id)
+        if carried is None or candidate.joint or carried.removed != candidate.removed:
+            return None
+        self.predicted[candidate.rule_id] = carried.predicted
+        if carried.skip is Skipped.SAME_KERNELS:
+            self.same_kernels.add(candidate.rule_id)
+        return carried.predicted, carried.skip
 
     def judged_round(self, current: Graph, candidates: Iterable[Screened],
                      judged: set[str]) -> tuple[Candidate | None, float]:
@@ -232,11 +271,13 @@ class _Run:
                 break
             predicted, skip = (1.0, None) if screened is None else (screened, None)
             if screened is None and self.screen is not None and self.base is not None:
-                priced = self._priced(candidate, asked)
+                priced = self._carried(candidate) or self._priced(candidate, asked)
                 if priced is None:  # its screen would outlast the budget
                     break
                 predicted, skip = priced
             if skip is not None:
+                if not candidate.joint:
+                    self.skips[candidate.rule_id] = (candidate, predicted, skip)
                 self._record(candidate, predicted, predicted, False, skipped=skip)
                 continue
             verdict = self.judge(current, candidate.graph, self.deadline)
