@@ -265,7 +265,7 @@ class _Run:
         """The screen's last verdict on `candidate`'s rule, if carried over and its matches
         are the same nodes (kept sweeps leave the other nodes' ids as they were)."""
         carried = self.carried.get(candidate.rule_id)
-        if carried is None or candidate.joint or carried.removed != candidate.removed:
+        if carried is None or carried.removed != candidate.removed:
             return None
         self.predicted[candidate.rule_id] = carried.predicted
         if carried.skip is Skipped.SAME_KERNELS:
@@ -288,9 +288,8 @@ class _Run:
                 if priced is None:  # its screen would outlast the budget
                     break
                 predicted, skip = priced
-            if skip is not None:
-                if not candidate.joint:
-                    self.skips[candidate.rule_id] = (candidate, predicted, skip)
+            if skip is not None:  # only singles are screened here: pairs come priced and kept (`joint`)
+                self.skips[candidate.rule_id] = (candidate, predicted, skip)
                 self._record(candidate, predicted, predicted, False, skipped=skip)
                 continue
             verdict = self.judge(current, candidate.graph, self.deadline)
