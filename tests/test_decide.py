@@ -335,7 +335,7 @@ def _kept_rate(speedup: float, monkeypatch, tmp_path, *, trials: int = 200, base
     two stages, `_confirmed`), timed by `_NoisyPairs` or replayed from a `recorded` series
     (from a random point; which model is A alternates from trial to trial)."""
     import taso.pipeline._decide as decide
-    from taso.search.sweep import _confirmed
+    from taso.search._judging import confirmed as _confirmed
 
     clock, seeds = [0.0], itertools.count()
     series = None if recorded is None else _recorded(recorded)

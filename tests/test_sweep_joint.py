@@ -11,7 +11,7 @@ from taso.ir import Graph
 from taso.report import JointRule, SweepRecord
 from taso.search import WholeGraphCost
 from taso.search._candidates import Candidate, apply_all
-from taso.search._joint import joint_candidates
+from taso.search._joint import extended, joint_candidates
 from taso.search.sweep import Judgement, Skipped, sweep
 from tests.helpers.search_toys import Expander, OpWeights, chain, ops_of, swap
 
@@ -206,3 +206,47 @@ def test_a_sweep_the_prior_predicts_much_more_work_is_judged_after_the_pairs() -
     assert sorted(ops_of(result.graph)) == ["B", "E", "X"]
     order = [(s.rule_id, bool(s.joint)) for s in result.steps][:4]
     assert order == [("A->B", False), ("C->E", False), ("A->B", True), ("X->Z", False)]
+
+
+def test_a_pair_the_screen_finds_interacting_is_extended_by_a_third_rule_that_meets_it() -> None:
+    """timm's SE blocks: ReduceMean as GlobalAveragePool and the upsampled gate measure no
+    faster as a pair, which the screen predicts a little faster; with the squeeze convs
+    widened too, all three pay. The three rules are swept together and kept."""
+    rules = {"A->B": swap("A", "B"), "C->E": swap("C", "E"), "D->F": swap("D", "F")}
+
+    @dataclasses.dataclass(frozen=True)
+    class Device(WholeGraphCost):
+        pair: float  # what B and E together save without F
+
+        def cost(self, graph: Graph) -> float:
+            ops = ops_of(graph)
+            b, e, f = "B" in ops, "E" in ops, "F" in ops
+            return 10.0 + 0.1 * (b + e + f) - (self.pair if b and e and not f else 0.0) - (3.0 if b and e and f else 0.0)
+
+    judge, judged = _judge(Device(pair=0.2))  # the pair alone: 1.0x measured
+    prior = OpWeights({"A": 1.0, "B": 1.0, "C": 1.0, "D": 1.0, "E": 1.0, "F": 1.0})
+    result = sweep(chain("A", "C", "D"), Expander(tuple(rules.values())), judge, prior=prior, time_budget_s=10,
+                   screen=Device(pair=0.8), min_predicted=1.005, expand_rule=lambda rule: Expander((rules[rule],)))
+    assert sorted(ops_of(result.graph)) == ["B", "E", "F"]
+    assert dict(result.applied) == {"A->B": 1, "C->E": 1, "D->F": 1}
+    (kept,) = [s for s in result.steps if s.accepted]
+    assert len(kept.joint) == 2
+    assert ["B", "E", "D"] in judged  # the pair was judged first, and was not faster
+
+
+def test_a_third_rule_whose_matches_do_not_meet_the_pair_does_not_extend_it() -> None:
+    graph = chain("A", "C", "X", "X", "D")
+    rules = {"A->B": swap("A", "B"), "C->E": swap("C", "E"), "D->F": swap("D", "F")}
+    refind = lambda rule: Expander((rules[rule],))  # noqa: E731
+    singles = []
+    for node_id, rule_id in zip((0, 1, 4), rules, strict=True):
+        swept, _ = apply_all(graph, list(refind(rule_id)(graph, None)))
+        singles.append(Candidate(rule_id, swept, 1, 0.0, 1.0, removed=frozenset({node_id})))
+    (pair,) = joint_candidates(graph, singles, refind, tried=set())
+    assert list(extended(graph, pair, singles, refind, tried=set())) == []  # two ops between the pair and D
+    near = chain("A", "C", "X", "D")
+    singles = [dataclasses.replace(s, graph=apply_all(near, list(refind(s.rule_id)(near, None)))[0],
+                                   removed=frozenset({(0, 1, 3)[i]})) for i, s in enumerate(singles)]
+    pair = next(joint_candidates(near, singles, refind, tried=set()))  # A->B with C->E (C->E meets D->F too)
+    (triple,) = extended(near, pair, singles, refind, tried=set())  # one op between
+    assert ops_of(triple.graph) == ["B", "E", "X", "F"] and triple.joint == (("C->E", 1), ("D->F", 1))
