@@ -9,10 +9,11 @@ from collections.abc import Callable
 
 import pytest
 
+import taso.search.sweep as sweep_module
 from taso.ir import Graph
 from taso.pipeline._choose import sweep_record
 from taso.report import StopReason
-from taso.search.sweep import Judgement, apply_all, sweep
+from taso.search.sweep import Judgement, Skipped, apply_all, sweep
 from tests.helpers.search_toys import Expander, OpWeights, chain, drop_identity, ops_of, swap
 
 WEIGHTS = OpWeights({"A": 3.0, "B": 1.0, "C": 2.0, "D": 5.0, "Id": 0.5, "E": 1.0})
@@ -414,10 +415,11 @@ def test_sweep_records_describe_judged_and_unjudged_sweeps() -> None:
     assert unjudged.describe() == "cv-fold_mul_conv x46 not judged: the same kernels (predicted 1.000x)"
 
 
-def test_a_screen_that_would_outlast_the_budget_is_not_started() -> None:
+def test_a_screen_that_would_outlast_the_budget_is_not_started(monkeypatch) -> None:
     """Screening compiles and profiles the candidate: one the prior predicts many times the
     work is left out when the time its screen would take (the longest so far, scaled by
-    that factor) runs past the deadline."""
+    that factor) runs past the deadline (however much work: `HOPELESS_WORK` lifted)."""
+    monkeypatch.setattr(sweep_module, "HOPELESS_WORK", math.inf)
     seen: list[list[str]] = []
 
     class SlowScreen(OpWeights):
@@ -433,6 +435,28 @@ def test_a_screen_that_would_outlast_the_budget_is_not_started() -> None:
                    screen=SlowScreen(weights), min_predicted=1.005)
     assert all("Z" not in ops for ops in seen)
     assert result.stop_reason is StopReason.TIME_BUDGET and result.applied == {"A->B": 2}
+
+
+def test_a_sweep_the_prior_predicts_at_three_times_the_work_is_neither_screened_nor_judged() -> None:
+    """A->Z (the prior: 3.25x the model's work) is recorded as not judged, once, with the
+    prior's prediction; the screen never prices it and the judge never runs it."""
+    screened: list[list[str]] = []
+
+    class Screen(OpWeights):
+        def cost(self, graph: Graph) -> float:
+            screened.append(ops_of(graph))
+            return super().cost(graph)
+
+    weights = {"A": 3.0, "B": 2.0, "C": 2.0, "Z": 12.0}
+    judge = FakeJudge(OpWeights(weights).cost)
+    rules = listing(swap("A", "B"), swap("A", "Z"))
+    result = sweep(chain("A", "C", "A"), rules, judge, prior=OpWeights(weights), time_budget_s=10.0,
+                   screen=Screen(weights), min_predicted=1.005)
+    assert result.applied == {"A->B": 2}
+    assert all("Z" not in ops for ops in screened + [graph for call in judge.calls for graph in call])
+    (hopeless,) = [step for step in result.steps if step.rule_id == "A->Z"]
+    assert hopeless.skipped is Skipped.MUCH_MORE_WORK and not hopeless.accepted
+    assert hopeless.predicted_speedup == pytest.approx(8 / 26)
 
 
 def _looks_judge(forward: dict[int, Judgement], reverse: Judgement, looks: list[tuple[str, int]]):
