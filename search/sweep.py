@@ -207,6 +207,14 @@ Screened = tuple[Candidate, float | None]
 
 
 @dataclass(frozen=True)
+class _JointPrice:
+    """A joint sweep's screened speedup, and whether it is worth judging (`interacts`)."""
+
+    predicted: float
+    worth: bool
+
+
+@dataclass(frozen=True)
 class _Carried:
     """A single sweep the screen ruled out, carried to the next round: its matches (node
     ids) and the screen's verdict."""
@@ -339,22 +347,21 @@ class _Run:
             priced = self._interacting(pair, None, by_rule)
             if priced is None:  # a screen would outlast the budget
                 return
-            predicted, worth = priced
-            if not worth:
+            if not priced.worth:
                 continue
-            yield pair, predicted
+            yield pair, priced.predicted
             for triple in extended(current, pair, singles, expand_rule, tried=tried) if extensions else ():
                 extensions -= 1
-                found = self._interacting(triple, predicted, by_rule)
+                found = self._interacting(triple, priced.predicted, by_rule)
                 if found is None:
                     return
-                if found[1]:
-                    yield triple, found[0]
+                if found.worth:
+                    yield triple, found.predicted
                 if not extensions:
                     break
 
     def _interacting(self, joint: Candidate, rest: float | None,
-                     by_rule: dict[str, Candidate]) -> tuple[float, bool] | None:
+                     by_rule: dict[str, Candidate]) -> _JointPrice | None:
         """`joint`'s screened prediction, and whether its last rule interacts with the
         rest (`interacts`): the rest predicted `rest` (None: a pair, its first rule's single
         sweep's prediction), the last rule its single's. None if a screen would outlast the budget."""
@@ -364,7 +371,8 @@ class _Run:
         if priced is None:
             return None
         predicted, skip = priced
-        return predicted, skip is None and interacts(predicted, (alone[0] or 1.0, alone[1] or 1.0), self.min_predicted)
+        worth = skip is None and interacts(predicted, (alone[0] or 1.0, alone[1] or 1.0), self.min_predicted)
+        return _JointPrice(predicted, worth)
 
     def _single(self, candidate: Candidate) -> float | None:
         if candidate.rule_id not in self.predicted:
