@@ -17,6 +17,20 @@ from tests.helpers.search_toys import Expander, OpWeights, chain, ops_of, swap
 
 PRIOR = OpWeights({"A": 1.0, "B": 1.0, "C": 1.0, "E": 1.0, "X": 1.0})
 RULES = {"A->B": swap("A", "B"), "C->E": swap("C", "E")}
+THREE_RULES = {"A->B": swap("A", "B"), "C->E": swap("C", "E"), "D->F": swap("D", "F")}
+
+
+def _refind(rule: str) -> Expander:
+    return Expander((THREE_RULES[rule],))
+
+
+def _singles(graph: Graph, node_ids: tuple[int, int, int]) -> list[Candidate]:
+    """`THREE_RULES`' single sweeps of `graph`, their matches at `node_ids`."""
+    singles = []
+    for node_id, rule_id in zip(node_ids, THREE_RULES, strict=True):
+        swept, _ = apply_all(graph, list(_refind(rule_id)(graph, None)))
+        singles.append(Candidate(rule_id, swept, 1, 0.0, 1.0, removed=frozenset({node_id})))
+    return singles
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,15 +171,10 @@ def test_pairs_are_built_most_promising_first() -> None:
     kernels, first in the prior's order, took every place for pairs; widening the squeeze
     convs with the upsampled gate (1.11x together) was never built."""
     graph = chain("A", "C", "X", "D")  # A->B meets C->E, C->E meets D->F; A->B and D->F do not meet
-    rules = {"A->B": swap("A", "B"), "C->E": swap("C", "E"), "D->F": swap("D", "F")}
-    refind = lambda rule: Expander((rules[rule],))  # noqa: E731
-    singles = []
-    for node_id, rule_id in zip((0, 1, 3), rules, strict=True):
-        swept, _ = apply_all(graph, list(refind(rule_id)(graph, None)))
-        singles.append(Candidate(rule_id, swept, 1, 0.0, 1.0, removed=frozenset({node_id})))
+    singles = _singles(graph, (0, 1, 3))
 
     def order(promise) -> list[tuple[str, str]]:
-        return [(p.rule_id, p.joint[0][0]) for p in joint_candidates(graph, singles, refind, tried=set(), promise=promise)]
+        return [(p.rule_id, p.joint[0][0]) for p in joint_candidates(graph, singles, _refind, tried=set(), promise=promise)]
 
     assert order(None) == [("A->B", "C->E"), ("C->E", "D->F")]  # the prior's order
     assert order({"A->B": 1.01, "C->E": 1.0, "D->F": 0.9}) == [("A->B", "C->E"), ("C->E", "D->F")]
@@ -178,7 +187,7 @@ def test_the_sweep_screens_first_the_pair_its_singles_promise(monkeypatch) -> No
     """One place for a pair: A->B (ORT runs the same kernels) comes first in the prior's
     order and meets C->E, but the pair kept is C->E with D->F, which pay only together."""
     monkeypatch.setattr(joint_module, "MAX_JOINT_PAIRS", 1)
-    rules = {"A->B": swap("A", "B"), "C->E": swap("C", "E"), "D->F": swap("D", "F")}
+    rules = THREE_RULES
 
     @dataclasses.dataclass(frozen=True)
     class Device(WholeGraphCost):
@@ -212,7 +221,7 @@ def test_a_pair_the_screen_finds_interacting_is_extended_by_a_third_rule_that_me
     """timm's SE blocks: ReduceMean as GlobalAveragePool and the upsampled gate measure no
     faster as a pair, which the screen predicts a little faster; with the squeeze convs
     widened too, all three pay. The three rules are swept together and kept."""
-    rules = {"A->B": swap("A", "B"), "C->E": swap("C", "E"), "D->F": swap("D", "F")}
+    rules = THREE_RULES
 
     @dataclasses.dataclass(frozen=True)
     class Device(WholeGraphCost):
@@ -236,17 +245,11 @@ def test_a_pair_the_screen_finds_interacting_is_extended_by_a_third_rule_that_me
 
 def test_a_third_rule_whose_matches_do_not_meet_the_pair_does_not_extend_it() -> None:
     graph = chain("A", "C", "X", "X", "D")
-    rules = {"A->B": swap("A", "B"), "C->E": swap("C", "E"), "D->F": swap("D", "F")}
-    refind = lambda rule: Expander((rules[rule],))  # noqa: E731
-    singles = []
-    for node_id, rule_id in zip((0, 1, 4), rules, strict=True):
-        swept, _ = apply_all(graph, list(refind(rule_id)(graph, None)))
-        singles.append(Candidate(rule_id, swept, 1, 0.0, 1.0, removed=frozenset({node_id})))
-    (pair,) = joint_candidates(graph, singles, refind, tried=set())
-    assert list(extended(graph, pair, singles, refind, tried=set())) == []  # two ops between the pair and D
+    singles = _singles(graph, (0, 1, 4))
+    (pair,) = joint_candidates(graph, singles, _refind, tried=set())
+    assert list(extended(graph, pair, singles, _refind, tried=set())) == []  # two ops between the pair and D
     near = chain("A", "C", "X", "D")
-    singles = [dataclasses.replace(s, graph=apply_all(near, list(refind(s.rule_id)(near, None)))[0],
-                                   removed=frozenset({(0, 1, 3)[i]})) for i, s in enumerate(singles)]
-    pair = next(joint_candidates(near, singles, refind, tried=set()))  # A->B with C->E (C->E meets D->F too)
-    (triple,) = extended(near, pair, singles, refind, tried=set())  # one op between
+    singles = _singles(near, (0, 1, 3))
+    pair = next(joint_candidates(near, singles, _refind, tried=set()))  # A->B with C->E (C->E meets D->F too)
+    (triple,) = extended(near, pair, singles, _refind, tried=set())  # one op between
     assert ops_of(triple.graph) == ["B", "E", "X", "F"] and triple.joint == (("C->E", 1), ("D->F", 1))
