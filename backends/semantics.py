@@ -133,7 +133,7 @@ def _deviation(name: str, spec: np.ndarray, original: np.ndarray | None, candida
     if spec.dtype.kind != "f":
         return OutputDeviation(name, 0.0, 0.0, 0.0, 0.0, passed=bool(np.array_equal(original, candidate)))
     exact = spec.astype(np.float64)
-    from_original, from_candidate = _distance(original, exact), _distance(candidate, exact)
+    from_original, from_candidate = distance(original, exact), distance(candidate, exact)
     if from_original is None or from_candidate is None:  # NaN or infinity where the spec has none
         return OutputDeviation(name, 0.0, 0.0, 0.0, 0.0, passed=False)
     largest = float(from_original.max(initial=0.0))
@@ -144,7 +144,7 @@ def _deviation(name: str, spec: np.ndarray, original: np.ndarray | None, candida
     return OutputDeviation(name, largest, float(from_candidate.max(initial=0.0)), mean_original, mean_candidate, passed)
 
 
-def _distance(values: np.ndarray, exact: np.ndarray) -> np.ndarray | None:
+def distance(values: np.ndarray, exact: np.ndarray) -> np.ndarray | None:
     """|values - exact| element by element (0 where both are the same NaN or infinity);
     None where a NaN or an infinity of one is not the other's."""
     got = values.astype(np.float64)
