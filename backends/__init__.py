@@ -35,6 +35,7 @@ from taso.backends.ort_backends import OrtCpuBackend, OrtCudaBackend
 from taso.backends.profiles import DEFAULT_DIM, ShapeProfile, resolve_shapes
 from taso.backends.protocol import Backend
 from taso.backends.registry import UnknownBackendError, backend_names, get_backend
+from taso.backends.rounding import RoundingComparison, RoundingDeviation, compare_rounding
 from taso.backends.semantics import OutputDeviation, SemanticComparison, compare_semantics
 from taso.backends.timing import (
     InterleavedTiming,
@@ -75,6 +76,9 @@ __all__ = [
     "backend_names",
     "compare_outputs",
     "compare_semantics",
+    "compare_rounding",
+    "RoundingComparison",
+    "RoundingDeviation",
     "OutputDeviation",
     "SemanticComparison",
     "default_cache_dir",
