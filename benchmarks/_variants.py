@@ -110,5 +110,5 @@ def _initializer(graph: Graph, hint: str, array: np.ndarray, exclude: list[str] 
     name = graph.fresh_name(hint)
     while name in (exclude or []):
         name = graph.fresh_name(name)
-    proto = numpy_helper.from_array(np.ascontiguousarray(array), name)
+    proto = numpy_helper.from_array(np.ascontiguousarray(array).reshape(np.shape(array)), name)
     return Initializer(name, TensorType(proto.data_type, tuple(array.shape)), proto)

@@ -210,7 +210,7 @@ class _Writer:
 
     def constant(self, array: np.ndarray, hint: str) -> str:
         name = self.names.fresh(hint)
-        proto = numpy_helper.from_array(np.ascontiguousarray(array), name)
+        proto = numpy_helper.from_array(np.ascontiguousarray(array).reshape(np.shape(array)), name)  # 0-d stays 0-d
         tensor_type = TensorType(proto.data_type, tuple(int(d) for d in array.shape))
         self.initializers.append(Initializer(name, tensor_type, proto))
         self.new_types[name] = self.known[name] = tensor_type

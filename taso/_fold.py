@@ -159,5 +159,5 @@ def _typed(graph: Graph, name: str, array: np.ndarray) -> np.ndarray:
 
 
 def _initializer(name: str, array: np.ndarray) -> Initializer:
-    proto = numpy_helper.from_array(np.ascontiguousarray(array), name)
+    proto = numpy_helper.from_array(np.ascontiguousarray(array).reshape(array.shape), name)  # 0-d stays 0-d
     return Initializer(name=name, type=TensorType(proto.data_type, tuple(array.shape)), proto=proto)

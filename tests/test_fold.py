@@ -52,3 +52,19 @@ def test_folding_a_non_constant_is_refused() -> None:
     bad = Node("Relu", INTERNAL_DOMAIN, ("x",), ("xr",))
     with pytest.raises(VerificationError, match="not a constant"):
         fold_constants(graph.rewrite(add=[bad]), evaluate_op)
+
+
+def test_a_scalar_folds_to_a_scalar() -> None:
+    """Two rank-0 constants summed (TorchScript's 'same' padding arithmetic, reassociated)
+    fold to a rank-0 initializer: a (1,)-shaped one broadcast the padding to rank 1 and ORT
+    refused the model (tf_efficientnet_b0: "All inputs to Concat must have same rank")."""
+    graph = import_model(models.conv_net())
+    from taso.ir import Initializer, TensorType
+
+    scalars = [Initializer(name, TensorType(1, ()), nh.from_array(np.array(v, np.float32), name))
+               for name, v in (("two", 2.0), ("one", 1.0))]
+    add = Node("Add", INTERNAL_DOMAIN, ("two", "one"), ("three",))
+    read = Node("Mul", "", ("y", "three"), ("y3",))
+    folded = fold_constants(graph.rewrite(add=[add, read], initializers=scalars), evaluate_op)
+    three = folded.initializers["three"]
+    assert three.type.shape == () and tuple(three.proto.dims) == () and float(three.array()) == 3.0
