@@ -21,7 +21,9 @@ passes when, for every output the plain comparison refused,
 1. every element is within `FLOOR_RATIO` times the floor (plus the plain tolerance), and
 2. its mean distance is within `FLOOR_RATIO` times the floor's mean (plus `atol`),
 
-NaNs and infinities where the reference has them, and nowhere else. A well-conditioned
+NaNs and infinities where the reference has them, and nowhere else; and no output is
+excused whose floor exceeds `MAX_FLOOR_SHARE` of its largest magnitude (the weights' moves
+flipped a discrete choice: that measures no rounding). A well-conditioned
 output's floor is a few units in the last place, so the bound stays the plain one there;
 a wrong rewrite moves outputs by a fraction of their size, far beyond either.
 """
@@ -53,6 +55,11 @@ FLOOR_RUNS = 2
 
 FLOOR_RATIO = 2.0
 """How many times the original's own rounding floor a candidate's distance may be."""
+
+MAX_FLOOR_SHARE = 1e-2
+"""A floor above this share of the output's largest magnitude is not rounding: a weight's
+last-place move flipped something discrete (a float cast to an integer pad, a Floor, a
+TopK's choice), and such an output is not excused. MobileOne-S0's floor was 1.7e-6 of it."""
 
 _EPS = float(np.finfo(np.float32).eps)
 
@@ -162,6 +169,9 @@ def _deviation(name: str, reference: np.ndarray, candidate: np.ndarray, floors: 
     floor_max = max(float(m.max(initial=0.0)) for m in moved)  # type: ignore[union-attr]
     floor_mean = max(float(m.mean()) if m.size else 0.0 for m in moved)  # type: ignore[union-attr]
     finite_reference = np.abs(np.nan_to_num(exact, posinf=0.0, neginf=0.0))
+    if floor_max > MAX_FLOOR_SHARE * float(finite_reference.max(initial=0.0)):  # a discrete flip, not rounding
+        return RoundingDeviation(name, floor_max, floor_mean, float(from_candidate.max(initial=0.0)),
+                                 float(from_candidate.mean()) if from_candidate.size else 0.0, passed=False)
     bound = FLOOR_RATIO * floor_max + tolerance.atol + tolerance.rtol * finite_reference
     candidate_mean = float(from_candidate.mean()) if from_candidate.size else 0.0
     passed = bool(np.all(from_candidate <= bound)) and candidate_mean <= FLOOR_RATIO * floor_mean + tolerance.atol

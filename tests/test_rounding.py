@@ -89,6 +89,22 @@ def test_a_well_conditioned_model_gets_no_more_than_the_plain_tolerance() -> Non
 
 
 @pytest.mark.ort
+def test_a_floor_from_a_discrete_flip_excuses_nothing() -> None:
+    """`x @ w + Floor(c) * 100`, c all 3.0: a last-place move of a 3.0 down floors it to 2,
+    moving an output by 100; that is no rounding floor, and a candidate 3 off (`* 101`) is refused."""
+    def model(big: float) -> onnx.ModelProto:
+        nodes = [h.make_node("MatMul", ["x", "w"], ["a"]), h.make_node("Floor", ["c"], ["f"]),
+                 h.make_node("Mul", ["f", "big"], ["fb"]), h.make_node("Add", ["a", "fb"], ["y"])]
+        w = np.random.default_rng(0).standard_normal((WIDTH, OUT))
+        return _model(nodes, {"w": w, "c": np.full((1, OUT), 3.0), "big": np.full((1, OUT), big)})
+
+    plain, result = judged(model(100.0), model(101.0))
+    (deviation,) = result.deviations
+    assert not plain and deviation.floor_max >= 50  # the premise: a draw floored a 3.0 to 2
+    assert not result.passed
+
+
+@pytest.mark.ort
 def test_only_value_mismatches_are_judged() -> None:
     original, w, v = cancelling(scale=3e4)
     x = {"x": np.ones((1, WIDTH), np.float32)}
