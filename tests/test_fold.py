@@ -11,7 +11,7 @@ from taso._fold import fold_constants, has_internal_nodes
 from taso._onnx_import import import_model
 from taso.backends import run_model
 from taso.errors import VerificationError
-from taso.ir import INTERNAL_DOMAIN, Node
+from taso.ir import INTERNAL_DOMAIN, Initializer, Node, TensorType
 from taso.opspecs import evaluate_op
 from taso.pipeline._export import export
 from tests.helpers import models
@@ -22,8 +22,6 @@ def _scaled_conv_graph():
     graph = import_model(models.conv_net())
     conv2_id, conv2 = next((i, n) for i, n in graph.nodes.items() if n.name == "conv2")
     scale = nh.from_array(np.linspace(0.5, 2.0, 8).astype(np.float32), "scale")
-    from taso.ir import Initializer, TensorType
-
     init = Initializer("scale", TensorType(1, (8,)), scale)
     reshape = Node("Reshape", INTERNAL_DOMAIN, ("scale",), ("scale_r",), (("allowzero", 0), ("shape", (-1, 1, 1, 1))))
     mul = Node("Mul", INTERNAL_DOMAIN, ("w2", "scale_r"), ("w2_scaled",))
@@ -59,8 +57,6 @@ def test_a_scalar_folds_to_a_scalar() -> None:
     fold to a rank-0 initializer: a (1,)-shaped one broadcast the padding to rank 1 and ORT
     refused the model (tf_efficientnet_b0: "All inputs to Concat must have same rank")."""
     graph = import_model(models.conv_net())
-    from taso.ir import Initializer, TensorType
-
     scalars = [Initializer(name, TensorType(1, ()), nh.from_array(np.array(v, np.float32), name))
                for name, v in (("two", 2.0), ("one", 1.0))]
     add = Node("Add", INTERNAL_DOMAIN, ("two", "one"), ("three",))
