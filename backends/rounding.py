@@ -169,10 +169,9 @@ def _deviation(name: str, reference: np.ndarray, candidate: np.ndarray, floors: 
     floor_max = max(float(m.max(initial=0.0)) for m in moved)  # type: ignore[union-attr]
     floor_mean = max(float(m.mean()) if m.size else 0.0 for m in moved)  # type: ignore[union-attr]
     finite_reference = np.abs(np.nan_to_num(exact, posinf=0.0, neginf=0.0))
-    if floor_max > MAX_FLOOR_SHARE * float(finite_reference.max(initial=0.0)):  # a discrete flip, not rounding
-        return RoundingDeviation(name, floor_max, floor_mean, float(from_candidate.max(initial=0.0)),
-                                 float(from_candidate.mean()) if from_candidate.size else 0.0, passed=False)
+    rounding = floor_max <= MAX_FLOOR_SHARE * float(finite_reference.max(initial=0.0))  # else a discrete flip
     bound = FLOOR_RATIO * floor_max + tolerance.atol + tolerance.rtol * finite_reference
     candidate_mean = float(from_candidate.mean()) if from_candidate.size else 0.0
-    passed = bool(np.all(from_candidate <= bound)) and candidate_mean <= FLOOR_RATIO * floor_mean + tolerance.atol
+    passed = (rounding and bool(np.all(from_candidate <= bound))
+              and candidate_mean <= FLOOR_RATIO * floor_mean + tolerance.atol)
     return RoundingDeviation(name, floor_max, floor_mean, float(from_candidate.max(initial=0.0)), candidate_mean, passed)
