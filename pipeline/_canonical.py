@@ -35,6 +35,12 @@ differently):
    every float value unchanged; ORT's CPU fuses DQ -> op -> Q into integer kernels only for
    uint8 activations, and its own conversion skips a Q read twice (SE blocks, residuals).
 
+0. **Constant computations are folded** (`_canonical_fold`, run before everything else):
+   arithmetic over constants and over the `Shape` of statically typed values becomes the
+   initializers ONNX Runtime would compute at load time, and the types downstream are
+   inferred again. TorchScript writes timm's "same" padding as forty such nodes per Pad,
+   and no shape after the first one was known.
+
 7. **Transposes are sunk until they cancel** (`_canonical_transpose`, run first): a
    Transpose moves below elementwise ops, keepdims reductions and Pads, pairs merge or
    cancel, and the result is kept only with fewer Transposes. tf2onnx leaves a Keras
@@ -62,6 +68,7 @@ from onnx import numpy_helper
 
 from taso._constness import Constness
 from taso.ir import Graph, Initializer, Node, TensorType
+from taso.pipeline._canonical_fold import fold_constant_computations
 from taso.pipeline._canonical_qdq import (
     SIMPLIFICATION_ID,
     UNSIGNED_ACTIVATIONS,
@@ -105,6 +112,7 @@ class Canonical:
 def canonicalize(graph: Graph) -> Canonical:
     """`graph` in the normal form the rules are written against (see the module docstring)."""
     counts: Counter[str] = Counter()
+    graph = fold_constant_computations(graph, counts)  # first: shapes known downstream let the rest match
     graph = sink_transposes(graph, counts)  # before step 1: a cancelled pair leaves an Identity
     graph = _bypass_identities(graph, counts)
     graph = _bypass_round_trip_reshapes(graph, counts)

@@ -40,7 +40,7 @@ def import_model(model: onnx.ModelProto, *, base_dir: str = "") -> Graph:
     types = _declared_types(graph_proto)
     for init in initializers.values():
         types.setdefault(init.name, init.type)
-    for name, inferred in _inferred_types(model).items():
+    for name, inferred in inferred_types(model).items():
         if name not in types or types[name].shape is None:
             types[name] = inferred
     declared_outputs = tuple(v.name for v in graph_proto.output)
@@ -163,8 +163,8 @@ def _declared_types(graph: onnx.GraphProto) -> dict[str, TensorType]:
     return types
 
 
-def _inferred_types(model: onnx.ModelProto) -> dict[str, TensorType]:
-    """Run onnx shape inference on a proxy where large weights are typed graph inputs."""
+def inferred_types(model: onnx.ModelProto) -> dict[str, TensorType]:
+    """Value types by onnx shape inference, run on a proxy where large weights are typed graph inputs."""
     proxy = _shape_proxy(model)
     try:
         inferred = onnx.shape_inference.infer_shapes(proxy, strict_mode=False, data_prop=_data_prop_is_safe(model))

@@ -1,0 +1,224 @@
+"""Canonical stage, constant computations: arithmetic on constants and static shapes is folded.
+
+TorchScript writes timm's TensorFlow-style "same" padding as about forty nodes per Pad
+(Ceil, Sub, Clip, Div, Cast, Unsqueeze, Concat, ConstantOfShape, Reshape, Slice,
+Transpose) over constants and over the `Shape` of the Pad's input. ONNX Runtime folds
+them when it loads the model, so they cost nothing at run time; but onnx's shape
+inference cannot see through them, so every shape after the first such Pad is unknown in
+the IR and no shape-conditioned rule matches anywhere downstream.
+
+Here they are folded the way ONNX Runtime would: a node of the standard domain whose
+inputs are all constants (or values folded here), and a `Shape` or `Size` of a value
+whose type is static, is *computable*. The computable values that something else reads
+are evaluated by ONNX Runtime's CPU kernels (no graph optimization, so each kernel runs
+as written) and become initializers; the types downstream are then inferred again, which
+may make more `Shape` nodes computable, so the stage repeats until nothing changes. The
+values are the ones ORT would compute at session time, bit for bit.
+
+Left alone: random ops, quantize and dequantize (a QDQ weight must stay in its pair for
+ORT to fuse it), nodes with subgraphs, nodes whose output is a graph output or is read
+inside a subgraph, constant inputs over `SMALL` elements (weights), and any computed
+value over `SMALL` elements. If ORT cannot evaluate the computation, nothing is folded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+from taso._constness import Constness
+from taso._onnx_export import export_model, node_to_proto
+from taso._onnx_import import inferred_types
+from taso.backends import max_ir_version
+from taso.ir import Graph, Initializer, Node, TensorType
+
+FOLDED = "constant computation folded"
+SMALL = 1 << 16
+"""Elements: larger constants are weights, larger results are not shape arithmetic."""
+
+_STANDARD = ("", "ai.onnx")
+_NOT_FOLDED = frozenset({
+    "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
+    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Constant",
+})
+_FROM_TYPE = frozenset({"Shape", "Size"})
+_MAX_ROUNDS = 16
+
+
+def fold_constant_computations(graph: Graph, counts: Counter[str]) -> Graph:
+    """`graph` with its constant computations folded (see the module docstring)."""
+    for _ in range(_MAX_ROUNDS):
+        folded = _fold_once(graph)
+        if folded is None:
+            break
+        graph, n = folded
+        counts[FOLDED] += n
+    return graph
+
+
+def _fold_once(graph: Graph) -> tuple[Graph, int] | None:
+    computable = _computable(graph)
+    wanted = _read_elsewhere(graph, computable)
+    if not wanted:
+        return None
+    values = _evaluated(graph, computable, wanted)
+    if not values:
+        return None
+    removed = _no_longer_needed(graph, computable, frozenset(values))
+    if not removed:
+        return None
+    gone = {o for node_id in removed for o in graph.nodes[node_id].outputs}
+    # a value whose node stays (for another output, too large to fold) stays that node's
+    inits = [_initializer(name, value) for name, value in values.items() if name in gone]
+    graph = graph.rewrite(remove=removed, initializers=inits, types={i.name: i.type for i in inits})
+    return _retyped(graph), len(removed)
+
+
+def _computable(graph: Graph) -> dict[int, Node]:
+    """Nodes whose outputs can be computed now, by id, in topological order."""
+    constness = Constness(graph)
+    known: set[str] = set()
+    out: dict[int, Node] = {}
+    for node_id in graph.topological_order:
+        node = graph.nodes[node_id]
+        if _can_compute(graph, constness, node, known):
+            out[node_id] = node
+            known.update(node.outputs)
+    return out
+
+
+def _can_compute(graph: Graph, constness: Constness, node: Node, known: set[str]) -> bool:
+    if node.domain not in _STANDARD or node.op_type in _NOT_FOLDED or node.has_subgraphs:
+        return False
+    if any(o in graph.outputs or o in graph.captured for o in node.outputs):
+        return False
+    if node.op_type == "Identity" and node.inputs and node.inputs[0] not in known:
+        return False  # an alias of a weight: the Identity bypass makes readers read it, no copy
+    if node.op_type in _FROM_TYPE and node.inputs and node.inputs[0] not in known:
+        in_type = graph.types.get(node.inputs[0])
+        return in_type is not None and in_type.is_static
+    return all(not name or name in known or _small_constant(graph, constness, name) for name in node.inputs)
+
+
+def _small_constant(graph: Graph, constness: Constness, name: str) -> bool:
+    if not constness.is_constant(name):
+        return False
+    value_type = graph.types.get(name)
+    if value_type is not None and value_type.is_static:
+        return math.prod(value_type.shape or ()) <= SMALL  # type: ignore[arg-type]
+    return constness.small_value(name, SMALL) is not None
+
+
+def _read_elsewhere(graph: Graph, computable: Mapping[int, Node]) -> list[str]:
+    """Computed values that a node which stays reads: the ones to evaluate."""
+    out = []
+    for node in computable.values():
+        for name in node.outputs:
+            readers = graph.consumers.get(name, ())
+            if name and any(reader not in computable for reader in readers):
+                out.append(name)
+    return out
+
+
+def _evaluated(graph: Graph, computable: Mapping[int, Node], wanted: list[str]) -> dict[str, np.ndarray]:
+    """The `wanted` values ORT computes, those of at most SMALL elements; {} if it cannot."""
+    model = _fold_model(graph, computable, wanted)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        arrays = session.run(wanted, {})
+    except Exception:  # ORT refuses the computation: fold nothing, the graph stays as it is
+        return {}
+    return {name: np.asarray(a) for name, a in zip(wanted, arrays, strict=True) if np.asarray(a).size <= SMALL}
+
+
+def _fold_model(graph: Graph, computable: Mapping[int, Node], wanted: list[str]) -> onnx.ModelProto:
+    """A model of the computation alone: its constants as initializers, `wanted` as outputs."""
+    produced = {o for node in computable.values() for o in node.outputs}
+    nodes = [node_to_proto(_with_static_shape(graph, node, produced)) for node in computable.values()]
+    read = {name for proto in nodes for name in proto.input if name and name not in produced}
+    constness = Constness(graph)
+    inits = [_constant_proto(constness, name) for name in sorted(read)]
+    outputs = [onnx.helper.make_empty_tensor_value_info(name) for name in wanted]
+    body = onnx.helper.make_graph(nodes, "fold", [], outputs, initializer=inits)
+    template = graph.context.template  # type: ignore[union-attr]
+    model = onnx.helper.make_model(body, opset_imports=list(template.opset_import))
+    model.ir_version = max_ir_version()
+    return model
+
+
+def _with_static_shape(graph: Graph, node: Node, known: set[str]) -> Node:
+    """A Shape or Size of a static value not computed here as the Constant it is; other
+    nodes unchanged."""
+    if node.op_type not in _FROM_TYPE or node.inputs[0] in known:
+        return node
+    shape = np.array(graph.types[node.inputs[0]].shape, dtype=np.int64)
+    if node.op_type == "Size":
+        value = np.array(math.prod(shape.tolist()), dtype=np.int64)
+    else:
+        rank = len(shape)
+        start = _clamped(node.attr("start", 0), rank)  # type: ignore[arg-type]
+        end = _clamped(node.attr("end", rank), rank)  # type: ignore[arg-type]
+        value = shape[start:end]
+    attribute = onnx.helper.make_attribute("value", numpy_helper.from_array(value))
+    return Node("Constant", "", (), node.outputs, (("value", attribute),), node.name)
+
+
+def _clamped(axis: int, rank: int) -> int:
+    return min(max(axis + rank if axis < 0 else axis, 0), rank)
+
+
+def _constant_proto(constness: Constness, name: str) -> onnx.TensorProto:
+    value = constness.small_value(name, SMALL)
+    assert value is not None  # `_small_constant` said so
+    return numpy_helper.from_array(value, name)
+
+
+def _initializer(name: str, value: np.ndarray) -> Initializer:
+    array = np.ascontiguousarray(value).reshape(value.shape)  # a 0-d result stays 0-d
+    elem_type = onnx.helper.np_dtype_to_tensor_dtype(array.dtype)
+    return Initializer(name, TensorType(elem_type, tuple(array.shape)), numpy_helper.from_array(array, name))
+
+
+def _no_longer_needed(graph: Graph, computable: Mapping[int, Node], folded: frozenset[str]) -> list[int]:
+    """Computable nodes that nothing needs once `folded` are initializers (and Constant
+    nodes only they read)."""
+    needed = (set(graph.outputs) | graph.captured) - folded
+    removed = []
+    for node_id in reversed(graph.topological_order):
+        node = graph.nodes[node_id]
+        removable = node_id in computable or (node.op_type == "Constant" and node.domain in _STANDARD)
+        if removable and not any(o in needed for o in node.outputs):
+            removed.append(node_id)
+        else:
+            needed.update(name for name in (*node.inputs, *node.captures) if name and name not in folded)
+    return sorted(removed)
+
+
+def _retyped(graph: Graph) -> Graph:
+    """`graph` with the types onnx infers now where they say more than the ones it had."""
+    model = export_model(graph, ir_version=max_ir_version())
+    del model.graph.value_info[:]
+    better = {name: t for name, t in inferred_types(model).items() if _says_more(t, graph.types.get(name))}
+    return graph.rewrite(types=better) if better else graph
+
+
+def _says_more(new: TensorType, old: TensorType | None) -> bool:
+    if old is None or old.shape is None:
+        return new.shape is not None
+    if new.shape is None or len(new.shape) != len(old.shape) or new.elem_type != old.elem_type:
+        return False
+    return _static_dims(new.shape) > _static_dims(old.shape)
+
+
+def _static_dims(shape: Iterable[object]) -> int:
+    return sum(isinstance(d, int) for d in shape)
