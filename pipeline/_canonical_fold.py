@@ -33,8 +33,9 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 from taso._constness import Constness
-from taso._onnx_export import export_model, node_to_proto
+from taso._onnx_export import node_to_proto
 from taso._onnx_import import inferred_types
+from taso._proto_size import tensor_byte_bound
 from taso.backends import max_ir_version
 from taso.ir import Graph, Initializer, Node, TensorType
 
@@ -206,10 +207,37 @@ def _no_longer_needed(graph: Graph, computable: Mapping[int, Node], folded: froz
 
 def _retyped(graph: Graph) -> Graph:
     """`graph` with the types onnx infers now where they say more than the ones it had."""
-    model = export_model(graph, ir_version=max_ir_version())
-    del model.graph.value_info[:]
-    better = {name: t for name, t in inferred_types(model).items() if _says_more(t, graph.types.get(name))}
+    better = {name: t for name, t in inferred_types(_typing_model(graph)).items()
+              if _says_more(t, graph.types.get(name))}
     return graph.rewrite(types=better) if better else graph
+
+
+_TYPED_NOT_HELD = 4096
+"""Bytes: a larger weight is given to shape inference as a typed input, not copied."""
+
+
+def _typing_model(graph: Graph) -> onnx.ModelProto:
+    """What onnx's shape inference needs of `graph`: its nodes, its small weights, and its
+    inputs and large weights as typed inputs (a whole export would copy every weight)."""
+    template = graph.context.template  # type: ignore[union-attr]
+    held = [init.proto for init in graph.initializers.values()
+            if not init.is_external and tensor_byte_bound(init.proto) <= _TYPED_NOT_HELD]
+    held_names = {tensor.name for tensor in held}
+    typed = [*graph.inputs, *(name for name in graph.initializers if name not in held_names)]
+    inputs = [_value_info(name, graph.types.get(name)) for name in typed]
+    nodes = [node.proto if node.proto is not None else node_to_proto(node) for node in graph.ordered_nodes()]
+    outputs = [onnx.ValueInfoProto(name=name) for name in graph.outputs]
+    model = onnx.helper.make_model(onnx.helper.make_graph(nodes, "types", inputs, outputs, initializer=held),
+                                   opset_imports=list(template.opset_import))
+    model.functions.extend(template.functions)
+    model.ir_version = template.ir_version
+    return model
+
+
+def _value_info(name: str, value_type: TensorType | None) -> onnx.ValueInfoProto:
+    if value_type is None:
+        return onnx.ValueInfoProto(name=name)
+    return onnx.helper.make_tensor_value_info(name, value_type.elem_type, value_type.shape)
 
 
 def _says_more(new: TensorType, old: TensorType | None) -> bool:
