@@ -49,6 +49,9 @@ _NOT_FOLDED = frozenset({
     "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Constant",
 })
 _FROM_TYPE = frozenset({"Shape", "Size"})
+"""Ops whose value a static type gives (see `_from_types`)."""
+_PURE = frozenset({"Constant", "Shape", "Size"})
+"""Ops that compute nothing from values: removed once nothing reads them."""
 _MAX_ROUNDS = 16
 
 
@@ -101,9 +104,10 @@ def _can_compute(graph: Graph, constness: Constness, node: Node, known: set[str]
         return False
     if node.op_type == "Identity" and node.inputs and node.inputs[0] not in known:
         return False  # an alias of a weight: the Identity bypass makes readers read it, no copy
+    if _from_types(graph, constness, node, known) is not None:
+        return True
     if node.op_type in _FROM_TYPE and node.inputs and node.inputs[0] not in known:
-        in_type = graph.types.get(node.inputs[0])
-        return in_type is not None and in_type.is_static
+        return False
     return all(not name or name in known or _small_constant(graph, constness, name) for name in node.inputs)
 
 
@@ -144,10 +148,13 @@ def _evaluated(graph: Graph, computable: Mapping[int, Node], wanted: list[str]) 
 
 def _fold_model(graph: Graph, computable: Mapping[int, Node], wanted: list[str]) -> onnx.ModelProto:
     """A model of the computation alone: its constants as initializers, `wanted` as outputs."""
-    produced = {o for node in computable.values() for o in node.outputs}
-    nodes = [node_to_proto(_with_static_shape(graph, node, produced)) for node in computable.values()]
-    read = {name for proto in nodes for name in proto.input if name and name not in produced}
     constness = Constness(graph)
+    produced = {o for node in computable.values() for o in node.outputs}
+    nodes = []
+    for node in computable.values():
+        value = _from_types(graph, constness, node, produced)
+        nodes.append(node_to_proto(node if value is None else _as_constant(node, value)))
+    read = {name for proto in nodes for name in proto.input if name and name not in produced}
     inits = [_constant_proto(constness, name) for name in sorted(read)]
     outputs = [onnx.helper.make_empty_tensor_value_info(name) for name in wanted]
     body = onnx.helper.make_graph(nodes, "fold", [], outputs, initializer=inits)
@@ -157,19 +164,66 @@ def _fold_model(graph: Graph, computable: Mapping[int, Node], wanted: list[str])
     return model
 
 
-def _with_static_shape(graph: Graph, node: Node, known: set[str]) -> Node:
-    """A Shape or Size of a static value not computed here as the Constant it is; other
-    nodes unchanged."""
-    if node.op_type not in _FROM_TYPE or node.inputs[0] in known:
-        return node
-    shape = np.array(graph.types[node.inputs[0]].shape, dtype=np.int64)
-    if node.op_type == "Size":
-        value = np.array(math.prod(shape.tolist()), dtype=np.int64)
-    else:
-        rank = len(shape)
-        start = _clamped(node.attr("start", 0), rank)  # type: ignore[arg-type]
-        end = _clamped(node.attr("end", rank), rank)  # type: ignore[arg-type]
-        value = shape[start:end]
+def _from_types(graph: Graph, constness: Constness, node: Node, known: set[str]) -> np.ndarray | None:
+    """The value of a node that reads static dims off a type: a Shape or Size of a static
+    value not computed here, or a Gather or Slice (step 1) of such a Shape's static dims
+    (`x.size(2)` of an input whose batch is dynamic); None for any other node."""
+    if node.op_type in _FROM_TYPE and node.inputs and node.inputs[0] not in known:
+        dims = _shape_dims(graph, node) if node.op_type == "Shape" else _static_size(graph, node.inputs[0])
+        return None if dims is None or not all(isinstance(d, int) for d in dims) else np.array(dims, np.int64)
+    if node.op_type not in ("Gather", "Slice") or not node.inputs or node.inputs[0] in known:
+        return None
+    producer = graph.producers.get(node.inputs[0])
+    shape_node = graph.nodes[producer[0]] if producer else None
+    if shape_node is None or shape_node.op_type != "Shape" or shape_node.domain not in _STANDARD:
+        return None
+    dims = _shape_dims(graph, shape_node)
+    arguments = [constness.small_value(name, SMALL) if name else None for name in node.inputs[1:]]
+    if dims is None or any(name and a is None for name, a in zip(node.inputs[1:], arguments, strict=True)):
+        return None
+    picked = _gathered(dims, node, arguments[0]) if node.op_type == "Gather" else _sliced(dims, arguments)
+    if picked is None or not all(isinstance(d, int) for d in np.ravel(picked).tolist()):
+        return None
+    return np.asarray(picked, dtype=np.int64)
+
+
+def _shape_dims(graph: Graph, shape_node: Node) -> list[object] | None:
+    """The dims a Shape node outputs (ints where static), from its input's type."""
+    in_type = graph.types.get(shape_node.inputs[0])
+    if in_type is None or in_type.shape is None:
+        return None
+    rank = len(in_type.shape)
+    start = _clamped(shape_node.attr("start", 0), rank)  # type: ignore[arg-type]
+    end = _clamped(shape_node.attr("end", rank), rank)  # type: ignore[arg-type]
+    return list(in_type.shape[start:end])
+
+
+def _static_size(graph: Graph, name: str) -> list[object] | None:
+    in_type = graph.types.get(name)
+    if in_type is None or not in_type.is_static:
+        return None
+    return [math.prod(in_type.shape)]  # type: ignore[arg-type]
+
+
+def _gathered(dims: list[object], node: Node, indices: np.ndarray | None) -> np.ndarray | None:
+    if indices is None or indices.dtype.kind not in "iu" or node.attr("axis", 0) not in (0, -1):
+        return None
+    if not np.all((indices >= -len(dims)) & (indices < len(dims))):
+        return None
+    return np.array(dims, dtype=object)[indices]
+
+
+def _sliced(dims: list[object], arguments: list[np.ndarray | None]) -> np.ndarray | None:
+    starts, ends, axes, steps = (arguments + [None] * 4)[:4]
+    if starts is None or ends is None or starts.size != 1 or ends.size != 1:
+        return None
+    if (axes is not None and axes.reshape(-1).tolist() not in ([0], [-1])) or (
+            steps is not None and steps.reshape(-1).tolist() != [1]):
+        return None
+    return np.array(dims[int(starts.reshape(-1)[0]):int(ends.reshape(-1)[0])], dtype=object)
+
+
+def _as_constant(node: Node, value: np.ndarray) -> Node:
     attribute = onnx.helper.make_attribute("value", numpy_helper.from_array(value))
     return Node("Constant", "", (), node.outputs, (("value", attribute),), node.name)
 
@@ -191,13 +245,13 @@ def _initializer(name: str, value: np.ndarray) -> Initializer:
 
 
 def _no_longer_needed(graph: Graph, computable: Mapping[int, Node], folded: frozenset[str]) -> list[int]:
-    """Computable nodes that nothing needs once `folded` are initializers (and Constant
-    nodes only they read)."""
+    """Computable nodes that nothing needs once `folded` are initializers (and the Constant
+    and Shape nodes only they read)."""
     needed = (set(graph.outputs) | graph.captured) - folded
     removed = []
     for node_id in reversed(graph.topological_order):
         node = graph.nodes[node_id]
-        removable = node_id in computable or (node.op_type == "Constant" and node.domain in _STANDARD)
+        removable = node_id in computable or (node.op_type in _PURE and node.domain in _STANDARD)
         if removable and not any(o in needed for o in node.outputs):
             removed.append(node_id)
         else:

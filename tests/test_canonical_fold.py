@@ -47,9 +47,10 @@ def _same_padding(x: str, out: str) -> list[onnx.NodeProto]:
     ]
 
 
-def _padded_net(batch: int | str = 1) -> Graph:
+def _padded_net(batch: int | str = 1, dim: int = 2) -> Graph:
+    """x (batch, 8, 10, 10) padded by pads computed from its dim `dim`, then a conv."""
     nodes = [*_same_padding("x", "p"), h.make_node("Conv", ["p", "w"], ["c"]), h.make_node("Relu", ["c"], ["y"])]
-    inits = [nh.from_array(np.array(2, np.int64), "dim"), nh.from_array(np.array(2, np.int64), "two"), _i64("axis0", [0]),
+    inits = [nh.from_array(np.array(dim, np.int64), "dim"), nh.from_array(np.array(2, np.int64), "two"), _i64("axis0", [0]),
              _i64("zeros4", [0, 0]), _i64("zeros2", [0, 0]), weight("w", (16, 8, 3, 3), 1)]
     return make_graph(nodes, {"x": (batch, 8, 10, 10)}, ["y"], inits)
 
@@ -79,11 +80,35 @@ def test_the_canonical_stage_folds_first() -> None:
     assert "Shape" not in _ops(canonical.graph)
 
 
-def test_the_shape_of_a_dynamic_value_is_not_folded() -> None:
-    graph = _padded_net(batch="N")
+def test_a_dynamic_dim_is_not_folded() -> None:
+    graph = _padded_net(batch="N", dim=0)
     folded = fold_constant_computations(graph, Counter())
-    assert _ops(folded)["Shape"] == 1
+    assert _ops(folded)["Shape"] == 1 and _ops(folded)["Gather"] == 1
     assert _ops(folded)["Ceil"] == 0  # what does not depend on it is folded still
+
+
+def test_a_static_dim_of_a_value_with_a_dynamic_batch_is_folded() -> None:
+    graph = _padded_net(batch="N", dim=2)
+    folded = fold_constant_computations(graph, Counter())
+    assert _ops(folded) == Counter({"Pad": 1, "Conv": 1, "Relu": 1})
+    assert folded.types["c"].shape == ("N", 16, 10, 10)
+
+
+@pytest.mark.parametrize(("starts", "ends", "steps", "folded"), [
+    ([2], [4], None, True),  # x.shape[2:4], both static
+    ([-2], [2**62], [1], True),  # x.shape[-2:]
+    ([0], [2], None, False),  # takes the dynamic batch
+    ([2], [4], [2], False),  # a step other than 1 is left to ORT
+])
+def test_a_slice_of_static_dims_is_folded(starts, ends, steps, folded) -> None:
+    inputs = ["shape", "starts", "ends", "axes"] + (["steps"] if steps else [])
+    nodes = [h.make_node("Shape", ["x"], ["shape"]), h.make_node("Slice", inputs, ["hw"]),
+             h.make_node("Concat", ["nc", "hw"], ["target"], axis=0), h.make_node("Reshape", ["x", "target"], ["y"])]
+    inits = [_i64("starts", starts), _i64("ends", ends), _i64("axes", [0]), _i64("nc", [-1, 8])]
+    inits += [_i64("steps", steps)] if steps else []
+    graph = make_graph(nodes, {"x": ("N", 8, 6, 4)}, ["y"], inits)
+    result = fold_constant_computations(graph, Counter())
+    assert ("Shape" not in _ops(result)) is folded
 
 
 def test_a_weight_dequantized_stays_in_its_pair() -> None:
