@@ -68,7 +68,7 @@ from onnx import numpy_helper
 
 from taso._constness import Constness
 from taso.ir import Graph, Initializer, Node, TensorType
-from taso.pipeline._canonical_fold import fold_constant_computations
+from taso.pipeline._canonical_fold import STATIC_DIMS, fold_constant_computations
 from taso.pipeline._canonical_qdq import (
     SIMPLIFICATION_ID,
     UNSIGNED_ACTIVATIONS,
@@ -89,7 +89,7 @@ SCALAR = "one-element constant made a scalar"
 WHOLE_SLICE = "Slice of every element bypassed"
 SIMPLIFICATIONS = {
     RESHAPE_ROUND_TRIP: "canonical/reshape-round-trip", NO_OP_ARITHMETIC: "canonical/no-op-arithmetic",
-    WHOLE_SLICE: "canonical/whole-slice",
+    WHOLE_SLICE: "canonical/whole-slice", STATIC_DIMS: "canonical/static-dims",
     UNSIGNED_ACTIVATIONS: SIMPLIFICATION_ID,
 }
 """Normalizations that remove work ORT would do (or let it fuse more), by the id they are

@@ -40,6 +40,10 @@ from taso.backends import max_ir_version
 from taso.ir import Graph, Initializer, Node, TensorType
 
 FOLDED = "constant computation folded"
+STATIC_DIMS = "static dims of a dynamic shape folded"
+"""Of the folds, those ORT does not make itself (it folds a Shape only when all its dims are
+static): the shape arithmetic then no longer runs, and a Pad whose pads it computed can
+join its conv."""
 SMALL = 1 << 16
 """Elements: larger constants are weights, larger results are not shape arithmetic."""
 
@@ -61,12 +65,27 @@ def fold_constant_computations(graph: Graph, counts: Counter[str]) -> Graph:
         folded = _fold_once(graph)
         if folded is None:
             break
-        graph, n = folded
-        counts[FOLDED] += n
+        before, graph, removed = graph, *folded
+        counts[FOLDED] += len(removed)
+        dynamic = sum(_reads_static_dims_of_dynamic_shape(before, before.nodes[i]) for i in removed)
+        if dynamic:
+            counts[STATIC_DIMS] += dynamic
     return graph
 
 
-def _fold_once(graph: Graph) -> tuple[Graph, int] | None:
+def _reads_static_dims_of_dynamic_shape(graph: Graph, node: Node) -> bool:
+    """A Gather or Slice of a Shape whose input's type is not static: ORT does not fold it."""
+    if node.op_type not in ("Gather", "Slice") or not node.inputs:
+        return False
+    producer = graph.producers.get(node.inputs[0])
+    shape_node = graph.nodes[producer[0]] if producer else None
+    if shape_node is None or shape_node.op_type != "Shape":
+        return False
+    in_type = graph.types.get(shape_node.inputs[0])
+    return in_type is not None and not in_type.is_static
+
+
+def _fold_once(graph: Graph) -> tuple[Graph, list[int]] | None:
     computable = _computable(graph)
     wanted = _read_elsewhere(graph, computable)
     if not wanted:
@@ -81,7 +100,7 @@ def _fold_once(graph: Graph) -> tuple[Graph, int] | None:
     # a value whose node stays (for another output, too large to fold) stays that node's
     inits = [_initializer(name, value) for name, value in values.items() if name in gone]
     graph = graph.rewrite(remove=removed, initializers=inits, types={i.name: i.type for i in inits})
-    return _retyped(graph), len(removed)
+    return _retyped(graph), removed
 
 
 def _computable(graph: Graph) -> dict[int, Node]:

@@ -89,9 +89,16 @@ def test_a_dynamic_dim_is_not_folded() -> None:
 
 def test_a_static_dim_of_a_value_with_a_dynamic_batch_is_folded() -> None:
     graph = _padded_net(batch="N", dim=2)
-    folded = fold_constant_computations(graph, Counter())
+    counts: Counter[str] = Counter()
+    folded = fold_constant_computations(graph, counts)
     assert _ops(folded) == Counter({"Pad": 1, "Conv": 1, "Relu": 1})
     assert folded.types["c"].shape == ("N", 16, 10, 10)
+    # ORT folds none of it (a Shape with a dynamic dim): a simplification the decision weighs
+    assert canonicalize(graph).simplified == {"canonical/static-dims": 1}
+
+
+def test_folds_ort_makes_itself_are_no_simplification() -> None:
+    assert canonicalize(_padded_net()).simplified == {}
 
 
 @pytest.mark.parametrize(("starts", "ends", "steps", "folded"), [
