@@ -8,8 +8,11 @@ inference cannot see through them, so every shape after the first such Pad is un
 the IR and no shape-conditioned rule matches anywhere downstream.
 
 Here they are folded the way ONNX Runtime would: a node of the standard domain whose
-inputs are all constants (or values folded here), and a `Shape` or `Size` of a value
-whose type is static, is *computable*. The computable values that something else reads
+inputs are all constants (or values folded here), a `Shape` or `Size` of a value whose
+type is static, and a `Gather` or `Slice` of a `Shape` that picks only static dims, is
+*computable*. ORT itself folds no `Shape` with a dynamic dim, so on an export with a
+dynamic batch the last kind removes work it would run on every call (`STATIC_DIMS`, a
+simplification). The computable values that something else reads
 are evaluated by ONNX Runtime's CPU kernels (no graph optimization, so each kernel runs
 as written) and become initializers; the types downstream are then inferred again, which
 may make more `Shape` nodes computable, so the stage repeats until nothing changes. The
@@ -18,7 +21,7 @@ values are the ones ORT would compute at session time, bit for bit.
 Left alone: random ops, quantize and dequantize (a QDQ weight must stay in its pair for
 ORT to fuse it), nodes with subgraphs, nodes whose output is a graph output or is read
 inside a subgraph, constant inputs over `SMALL` elements (weights), and any computed
-value over `SMALL` elements. If ORT cannot evaluate the computation, nothing is folded.
+value over `SMALL` elements. A value ORT cannot evaluate is not folded.
 """
 
 from __future__ import annotations
@@ -131,11 +134,13 @@ def _can_compute(graph: Graph, constness: Constness, node: Node, known: set[str]
 
 
 def _small_constant(graph: Graph, constness: Constness, name: str) -> bool:
+    """A constant of at most SMALL elements whose value is known now (an initializer or a
+    Constant node; an internal weight transform's value exists only after export)."""
     if not constness.is_constant(name):
         return False
-    value_type = graph.types.get(name)
-    if value_type is not None and value_type.is_static:
-        return math.prod(value_type.shape or ()) <= SMALL  # type: ignore[arg-type]
+    init = graph.initializers.get(name)
+    if init is not None:
+        return math.prod(init.type.shape or ()) <= SMALL  # type: ignore[arg-type]
     return constness.small_value(name, SMALL) is not None
 
 
@@ -151,18 +156,47 @@ def _read_elsewhere(graph: Graph, computable: Mapping[int, Node]) -> list[str]:
 
 
 def _evaluated(graph: Graph, computable: Mapping[int, Node], wanted: list[str]) -> dict[str, np.ndarray]:
-    """The `wanted` values ORT computes, those of at most SMALL elements; {} if it cannot."""
+    """The `wanted` values ORT computes, those of at most SMALL elements. All in one session;
+    if ORT refuses that (one op without a kernel for its type), each value on its own, the
+    first `SINGLE_TRIES` of them, so that one value ORT cannot compute stops only its own fold."""
+    values = _run(graph, computable, wanted)
+    if values is not None:
+        return values
+    out: dict[str, np.ndarray] = {}
+    for name in wanted[:SINGLE_TRIES]:
+        out.update(_run(graph, _cone(graph, computable, name), [name]) or {})
+    return out
+
+
+SINGLE_TRIES = 64
+
+
+def _run(graph: Graph, computable: Mapping[int, Node], wanted: list[str]) -> dict[str, np.ndarray] | None:
+    """`wanted` computed by ORT's CPU kernels (graph optimization off: each kernel as written);
+    None if ORT refuses."""
     model = _fold_model(graph, computable, wanted)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.intra_op_num_threads = 1
-    options.log_severity_level = 3
+    options.log_severity_level = 4
     try:
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         arrays = session.run(wanted, {})
-    except Exception:  # ORT refuses the computation: fold nothing, the graph stays as it is
-        return {}
+    except Exception:  # noqa: BLE001 - ORT refuses the computation: the graph stays as it is
+        return None
     return {name: np.asarray(a) for name, a in zip(wanted, arrays, strict=True) if np.asarray(a).size <= SMALL}
+
+
+def _cone(graph: Graph, computable: Mapping[int, Node], name: str) -> dict[int, Node]:
+    """The computable nodes `name` depends on, in the same (topological) order."""
+    needed, stack = set(), [name]
+    while stack:
+        producer = graph.producers.get(stack.pop())
+        if producer is None or producer[0] not in computable or producer[0] in needed:
+            continue
+        needed.add(producer[0])
+        stack.extend(i for i in computable[producer[0]].inputs if i)
+    return {node_id: node for node_id, node in computable.items() if node_id in needed}
 
 
 def _fold_model(graph: Graph, computable: Mapping[int, Node], wanted: list[str]) -> onnx.ModelProto:

@@ -167,3 +167,15 @@ def test_when_ort_refuses_the_computation_nothing_is_folded(monkeypatch: pytest.
     monkeypatch.setattr(_canonical_fold.ort, "InferenceSession", refuse)
     graph = _padded_net()
     assert fold_constant_computations(graph, Counter()) is graph
+
+
+def test_a_value_ort_cannot_compute_stops_only_its_own_fold() -> None:
+    nodes = [h.make_node("Cast", ["one"], ["b"], to=TensorProto.BFLOAT16),
+             h.make_node("Add", ["b", "b"], ["bb"]),  # ORT's CPU has no bfloat16 Add
+             h.make_node("Cast", ["bb"], ["two"], to=TensorProto.FLOAT),
+             h.make_node("Neg", ["one"], ["minus_one"]),
+             h.make_node("Add", ["x", "two"], ["s"]), h.make_node("Add", ["s", "minus_one"], ["y"])]
+    graph = make_graph(nodes, {"x": (1, 4)}, ["y"], [nh.from_array(np.ones((), np.float32), "one")])
+    folded = fold_constant_computations(graph, Counter())
+    assert "minus_one" in folded.initializers
+    assert _ops(folded)["Cast"] == 2 and "two" not in folded.initializers
