@@ -5,6 +5,12 @@ search, the graph is brought to that form by changes that leave every value bit 
 the same (no rule proof is needed: nothing is computed differently, only written
 differently):
 
+0. **Constant computations are folded** (`_canonical_fold`, run before everything else):
+   arithmetic over constants and over the static dims of `Shape`s becomes the initializers
+   ONNX Runtime would compute, and the types downstream are inferred again. TorchScript
+   writes timm's "same" padding as forty such nodes per Pad, and no shape after the first
+   one was known. Static dims of a shape with a dynamic dim are a simplification: ORT
+   does not fold those itself.
 1. **Identity nodes are bypassed.** paddle2onnx writes one after most ops; each would stand
    between a pattern's nodes (a Mul, then an Identity, then the Add of a scale-and-shift).
    An Identity whose output is a graph output or is read inside a subgraph stays.
@@ -35,12 +41,6 @@ differently):
    every float value unchanged; ORT's CPU fuses DQ -> op -> Q into integer kernels only for
    uint8 activations, and its own conversion skips a Q read twice (SE blocks, residuals).
 
-0. **Constant computations are folded** (`_canonical_fold`, run before everything else):
-   arithmetic over constants and over the `Shape` of statically typed values becomes the
-   initializers ONNX Runtime would compute at load time, and the types downstream are
-   inferred again. TorchScript writes timm's "same" padding as forty such nodes per Pad,
-   and no shape after the first one was known.
-
 7. **Transposes are sunk until they cancel** (`_canonical_transpose`, run first): a
    Transpose moves below elementwise ops, keepdims reductions and Pads, pairs merge or
    cancel, and the result is kept only with fewer Transposes. tf2onnx leaves a Keras
@@ -48,9 +48,11 @@ differently):
    no NCHW rule matches; ORT makes the same moves at session time. A moved reduction
    may sum the same elements in another order; every other value is bit for bit the same.
 
-Bypassing Identity nodes, writing scalars and sinking Transposes change nothing ORT runs (it drops Identity
-nodes and broadcasts either way): they only let rules match. Bypassing a reshape round trip
-or a whole slice removes copies ORT would run, and uint8 activations let ORT fuse more: each is a
+Bypassing Identity nodes, writing scalars, folding what ORT folds at load time and sinking
+Transposes change nothing ORT runs (it drops Identity nodes and broadcasts either way): they
+only let rules match. Bypassing a reshape round trip or a whole slice removes copies ORT
+would run, static dims folded remove shape arithmetic it would run on every call, and uint8
+activations let ORT fuse more: each is a
 *simplification*, listed among the applied rewrites
 (`canonical/...`) so that the measured decision can keep it even where no rule applied.
 Whatever the search returns is checked against the original and measured like any other
