@@ -155,6 +155,10 @@ def _read_elsewhere(graph: Graph, computable: Mapping[int, Node]) -> list[str]:
     return out
 
 
+SINGLE_TRIES = 64
+"""Values tried one by one where ORT refuses them all together."""
+
+
 def _evaluated(graph: Graph, computable: Mapping[int, Node], wanted: list[str]) -> dict[str, np.ndarray]:
     """The `wanted` values ORT computes, those of at most SMALL elements. All in one session;
     if ORT refuses that (one op without a kernel for its type), each value on its own, the
@@ -167,8 +171,6 @@ def _evaluated(graph: Graph, computable: Mapping[int, Node], wanted: list[str]) 
         out.update(_run(graph, _cone(graph, computable, name), [name]) or {})
     return out
 
-
-SINGLE_TRIES = 64
 
 
 def _run(graph: Graph, computable: Mapping[int, Node], wanted: list[str]) -> dict[str, np.ndarray] | None:
