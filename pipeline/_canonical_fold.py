@@ -36,11 +36,12 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 from taso._constness import Constness
+from taso._fold import initializer
 from taso._onnx_export import node_to_proto
 from taso._onnx_import import inferred_types
 from taso._proto_size import tensor_byte_bound
 from taso.backends import max_ir_version
-from taso.ir import Graph, Initializer, Node, TensorType
+from taso.ir import Graph, Node, TensorType
 
 FOLDED = "constant computation folded"
 STATIC_DIMS = "static dims of a dynamic shape folded"
@@ -78,11 +79,8 @@ def fold_constant_computations(graph: Graph, counts: Counter[str]) -> Graph:
 
 def _reads_static_dims_of_dynamic_shape(graph: Graph, node: Node) -> bool:
     """A Gather or Slice of a Shape whose input's type is not static: ORT does not fold it."""
-    if node.op_type not in ("Gather", "Slice") or not node.inputs:
-        return False
-    producer = graph.producers.get(node.inputs[0])
-    shape_node = graph.nodes[producer[0]] if producer else None
-    if shape_node is None or shape_node.op_type != "Shape":
+    shape_node = _shape_read(graph, node)
+    if shape_node is None:
         return False
     in_type = graph.types.get(shape_node.inputs[0])
     return in_type is not None and not in_type.is_static
@@ -101,7 +99,7 @@ def _fold_once(graph: Graph) -> tuple[Graph, list[int]] | None:
         return None
     gone = {o for node_id in removed for o in graph.nodes[node_id].outputs}
     # a value whose node stays (for another output, too large to fold) stays that node's
-    inits = [_initializer(name, value) for name, value in values.items() if name in gone]
+    inits = [initializer(name, value) for name, value in values.items() if name in gone]
     graph = graph.rewrite(remove=removed, initializers=inits, types={i.name: i.type for i in inits})
     return _retyped(graph), removed
 
@@ -226,11 +224,8 @@ def _from_types(graph: Graph, constness: Constness, node: Node, known: set[str])
     if node.op_type in _FROM_TYPE and node.inputs and node.inputs[0] not in known:
         dims = _shape_dims(graph, node) if node.op_type == "Shape" else _static_size(graph, node.inputs[0])
         return None if dims is None or not all(isinstance(d, int) for d in dims) else np.array(dims, np.int64)
-    if node.op_type not in ("Gather", "Slice") or not node.inputs or node.inputs[0] in known:
-        return None
-    producer = graph.producers.get(node.inputs[0])
-    shape_node = graph.nodes[producer[0]] if producer else None
-    if shape_node is None or shape_node.op_type != "Shape" or shape_node.domain not in _STANDARD:
+    shape_node = _shape_read(graph, node)
+    if shape_node is None or node.inputs[0] in known:
         return None
     dims = _shape_dims(graph, shape_node)
     arguments = [constness.small_value(name, SMALL) if name else None for name in node.inputs[1:]]
@@ -240,6 +235,17 @@ def _from_types(graph: Graph, constness: Constness, node: Node, known: set[str])
     if picked is None or not all(isinstance(d, int) for d in np.ravel(picked).tolist()):
         return None
     return np.asarray(picked, dtype=np.int64)
+
+
+def _shape_read(graph: Graph, node: Node) -> Node | None:
+    """The Shape node a Gather or Slice picks dims of; None for any other node."""
+    if node.op_type not in ("Gather", "Slice") or not node.inputs:
+        return None
+    producer = graph.producers.get(node.inputs[0])
+    shape_node = graph.nodes[producer[0]] if producer else None
+    if shape_node is None or shape_node.op_type != "Shape" or shape_node.domain not in _STANDARD:
+        return None
+    return shape_node
 
 
 def _shape_dims(graph: Graph, shape_node: Node) -> list[object] | None:
@@ -291,12 +297,6 @@ def _constant_proto(constness: Constness, name: str) -> onnx.TensorProto:
     value = constness.small_value(name, SMALL)
     assert value is not None  # `_small_constant` said so
     return numpy_helper.from_array(value, name)
-
-
-def _initializer(name: str, value: np.ndarray) -> Initializer:
-    array = np.ascontiguousarray(value).reshape(value.shape)  # a 0-d result stays 0-d
-    elem_type = onnx.helper.np_dtype_to_tensor_dtype(array.dtype)
-    return Initializer(name, TensorType(elem_type, tuple(array.shape)), numpy_helper.from_array(array, name))
 
 
 def _no_longer_needed(graph: Graph, computable: Mapping[int, Node], folded: frozenset[str]) -> list[int]:

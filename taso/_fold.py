@@ -56,7 +56,7 @@ def fold_constants(graph: Graph, evaluate: Evaluate) -> Graph:
         for name, array in zip(node.outputs, outputs, strict=True):
             value = _typed(graph, name, array)
             if _read_outside(graph, name, inside):
-                new_inits.append(_initializer(name, value))
+                new_inits.append(initializer(name, value))
             if pending.get(name, 0):
                 folded[name] = value
     return graph.rewrite(remove=internal, initializers=new_inits, types={i.name: i.type for i in new_inits})
@@ -158,6 +158,7 @@ def _typed(graph: Graph, name: str, array: np.ndarray) -> np.ndarray:
     return np.asarray(array).astype(onnx.helper.tensor_dtype_to_np_dtype(known.elem_type), copy=False)
 
 
-def _initializer(name: str, array: np.ndarray) -> Initializer:
+def initializer(name: str, array: np.ndarray) -> Initializer:
+    """`array` as an initializer named `name`, typed by its own dtype and shape."""
     proto = numpy_helper.from_array(np.ascontiguousarray(array).reshape(array.shape), name)  # 0-d stays 0-d
     return Initializer(name=name, type=TensorType(proto.data_type, tuple(array.shape)), proto=proto)
