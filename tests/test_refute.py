@@ -104,3 +104,28 @@ def test_a_rule_refuted_where_the_prover_cannot_type_it_is_refuted() -> None:
     config is a counterexample, so the verdict is refuted, not ill-typed."""
     check = verify_rule(_pool_as_maxpool())
     assert check.verdict is Verdict.REFUTED and check.counterexample
+
+
+def _shipped(rule_id: str) -> Rule:
+    return next(r for r in load_rules(LIBRARY).rules if r.id == rule_id)
+
+
+@pytest.mark.parametrize("rule_id", ["ax-hard_sigmoid_sixth-rev", "ax-hard_sigmoid_div6-rev"])
+def test_a_rounded_constant_is_not_a_counterexample(rule_id: str) -> None:
+    """hardsigmoid(x; fl(1/6), 1/2) vs clip(x + 3, 0, 6) * fl(1/6): near x = -3 the output
+    cancels to ~0.005 while fl(1/6)'s error times |x| stays, a relative gap of ~3e-6."""
+    hard_sigmoid = _shipped(rule_id)
+    assert refute(hard_sigmoid) is None
+    pinned = choose_configs(hard_sigmoid)[0].values  # k0 = 3 and the 6 or fl(1/6) the rule reads
+    gap_inputs = {"x": np.full((1, 2, 1, 1), -2.9679), **{k: np.array([v]) for k, v in pinned.items()}}
+    assert compare_sides(hard_sigmoid, gap_inputs, {}) == ""
+
+
+def test_a_wrong_constant_is_still_refuted_with_a_rounding_slack() -> None:
+    hard_sigmoid = _shipped("ax-hard_sigmoid_div6-rev")
+    assert hard_sigmoid.exactness.value == "rounds-constants"
+    (target,) = hard_sigmoid.target.nodes
+    for alpha in (0.2, 0.16666):  # 1/5; and 1/6 cut at five digits, off by 4e-6 of x
+        wrong_node = replace(target, params=(("alpha", alpha), ("beta", 0.5)))
+        wrong = replace(hard_sigmoid, id=f"wrong-alpha-{alpha}", target=replace(hard_sigmoid.target, nodes=(wrong_node,)))
+        assert refute(wrong) is not None, alpha
