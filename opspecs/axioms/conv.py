@@ -81,19 +81,22 @@ MERGE_PARALLEL_CONFIGS = (
 
 
 def identity_merge_params(s: Mapping[str, Shape], p: Params) -> dict[str, object]:
-    """The identity kernel's channels and size, for `conv_bias_bn_identity_merge`."""
-    return {"channels": int(s["w"][0]), "kernel_shape": (int(s["w"][2]), int(s["w"][3]))}
+    """The identity kernel's channels, size and groups, for the identity merges."""
+    return {"channels": int(s["w"][0]), "kernel_shape": (int(s["w"][2]), int(s["w"][3])),
+            "identity_group": int(p.get("group", 1))}  # type: ignore[call-overload]
 
 
 def _identity_fits(s: Mapping[str, Shape], p: Params) -> bool:
-    """The conv maps C channels to C at stride 1, group 1, dilation 1, and its odd kernel's
-    pads are centred, so each output pixel's window is centred on the same input pixel."""
+    """The conv maps C channels to C at stride 1, dilation 1, group 1 or depthwise (group C),
+    and its odd kernel's pads are centred, so each output pixel's window is centred on the
+    same input pixel, where the identity kernel reads x."""
     c, ci, kh, kw = (int(d) for d in s["w"])
-    if not c == ci == int(s["x"][1]) or kh % 2 == 0 or kw % 2 == 0:
+    group = int(p.get("group", 1))  # type: ignore[call-overload]
+    if not c == int(s["x"][1]) == ci * group or group not in (1, c) or kh % 2 == 0 or kw % 2 == 0:
         return False
     if tuple(p.get("strides", (1, 1))) != (1, 1) or tuple(p.get("dilations", (1, 1))) != (1, 1):  # type: ignore[arg-type]
         return False
-    return p.get("group", 1) == 1 and tuple(p.get("pads", (0, 0, 0, 0))) == (kh // 2, kw // 2, kh // 2, kw // 2)  # type: ignore[arg-type]
+    return tuple(p.get("pads", (0, 0, 0, 0))) == (kh // 2, kw // 2, kh // 2, kw // 2)  # type: ignore[arg-type]
 
 
 def _bn_scale(a, v, p):  # noqa: ANN001, ANN202 - algebra values are untyped
@@ -101,13 +104,33 @@ def _bn_scale(a, v, p):  # noqa: ANN001, ANN202 - algebra values are untyped
     return a("Div", v["g"], a("Sqrt", a("Add", v["var"], a("ConstFill", shape=(), value=p["epsilon"]))))
 
 
-def _identity_merged(a, v, p):  # noqa: ANN001, ANN202
-    """conv(x, w + iconv(C, k) * k4, b + beta - mean * k)."""
-    k = _bn_scale(a, v, p)
-    identity = a("ConstIdentityConv", channels=p["channels"], kernel_shape=p["kernel_shape"], group=1)
-    weight = a("Add", v["w"], a("Mul", identity, a("Reshape", k, shape=(-1, 1, 1, 1))))
-    bias = a("Add", v["b"], a("Sub", v["beta"], a("Mul", v["mean"], k)))
-    return a("Conv", v["x"], weight, bias, **conv(p))
+def _identity_merged(op: str):  # noqa: ANN202
+    """conv(x, w op iconv(C, k, g) * k4, b op (beta - mean * k)), op Add or Sub."""
+    def rhs(a, v, p):  # noqa: ANN001, ANN202
+        k = _bn_scale(a, v, p)
+        identity = a("ConstIdentityConv", channels=p["channels"], kernel_shape=p["kernel_shape"],
+                     group=p["identity_group"])
+        weight = a(op, v["w"], a("Mul", identity, a("Reshape", k, shape=(-1, 1, 1, 1))))
+        bias = a(op, v["b"], a("Sub", v["beta"], a("Mul", v["mean"], k)))
+        return a("Conv", v["x"], weight, bias, **conv(p))
+    return rhs
+
+
+def _identity_merge(op: str) -> Axiom:
+    """`conv(x, w, b) op bn(x)` as one conv, for op Add (RepVGG's and MobileOne's identity
+    branch, RepGhost's fusion batch norm) or Sub (FastViT's RepMixer, ``mixer(x) - norm(x)``)."""
+    sign = "+" if op == "Add" else "-"
+    return Axiom(
+        "conv_bias_bn_identity_merge" if op == "Add" else "conv_bias_bn_identity_sub",
+        f"conv(x, w, b; pads) {sign} bn(x; g, beta, mean, var) = conv(x, w {sign} iconv(C, k, g) * s,"
+        f" b {sign} (beta - mean * s); pads), s = g / sqrt(var + eps)  (C to C channels, group g 1 or C, stride 1,"
+        " odd kernel k, centred pads)",
+        ("x", "w", "b", *_BN_STATS),
+        lambda a, v, p: a(op, a("Conv", v["x"], v["w"], v["b"], **conv(p)),
+                          a("BatchNormalization", v["x"], *(v[n] for n in _BN_STATS), epsilon=p["epsilon"])),
+        _identity_merged(op),
+        IDENTITY_MERGE_CONFIGS, condition=_identity_fits, derive=identity_merge_params, positive=frozenset({"var"}),
+        exactness=Exactness.REASSOCIATES)
 
 
 _BN_STATS = ("g", "beta", "mean", "var")
@@ -117,8 +140,12 @@ IDENTITY_MERGE_CONFIGS = (
     cfg({"x": (1, 3, 3, 3), "w": (3, 3, 1, 1), "b": (3,), **dict.fromkeys(_BN_STATS, (3,))}, epsilon=1e-3),
     cfg({"x": (2, 2, 4, 3), "w": (2, 2, 3, 1), "b": (2,), **dict.fromkeys(_BN_STATS, (2,))},
         pads=(1, 0, 1, 0), epsilon=0.0),
+    cfg({"x": (1, 3, 4, 4), "w": (3, 1, 3, 3), "b": (3,), **dict.fromkeys(_BN_STATS, (3,))},
+        pads=(1, 1, 1, 1), group=3, epsilon=1e-5),
+    cfg({"x": (2, 4, 3, 3), "w": (4, 1, 1, 1), "b": (4,), **dict.fromkeys(_BN_STATS, (4,))}, group=4, epsilon=1e-3),
 )
-"""A 3x3 (RepVGG), a 1x1, a 3x1 with a batch of two; epsilon 1e-5, 1e-3 and 0."""
+"""A 3x3 (RepVGG), a 1x1, a 3x1 with a batch of two, and depthwise a 3x3 (MobileOne, FastViT,
+RepGhost) and a 1x1 (MobileOne's scale branch) with a batch of two; epsilon 1e-5, 1e-3 and 0."""
 
 
 CHANNEL_CONFIGS = (
@@ -284,15 +311,8 @@ AXIOMS = (
                             a("Add", v["b"], v["b2"]), **conv(p)),
           MERGE_PARALLEL_CONFIGS, condition=_centred_in, derive=merge_parallel_params,
           exactness=Exactness.REASSOCIATES),
-    Axiom("conv_bias_bn_identity_merge",
-          "conv(x, w, b; pads) + bn(x; g, beta, mean, var) = conv(x, w + iconv(C, k) * s, b + beta - mean * s;"
-          " pads), s = g / sqrt(var + eps)  (C to C channels, stride 1, group 1, odd kernel k, centred pads)",
-          ("x", "w", "b", *_BN_STATS),
-          lambda a, v, p: a("Add", a("Conv", v["x"], v["w"], v["b"], **conv(p)),
-                            a("BatchNormalization", v["x"], *(v[n] for n in _BN_STATS), epsilon=p["epsilon"])),
-          _identity_merged,
-          IDENTITY_MERGE_CONFIGS, condition=_identity_fits, derive=identity_merge_params, positive=frozenset({"var"}),
-          exactness=Exactness.REASSOCIATES),
+    _identity_merge("Add"),
+    _identity_merge("Sub"),
     Axiom("conv_regroup", "conv(x, w; g) = conv(x, regroup(w; g, k); g/k)  (k divides g)",
           ("x", "w"),
           lambda a, v, p: a("Conv", v["x"], v["w"], **conv(p)),

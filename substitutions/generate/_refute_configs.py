@@ -43,6 +43,9 @@ VALUE_DRAWS = (-1.5, -0.5, 0.0, 0.5, 2.0)
 _POOLS = ((2, 3), (1, 2, 3), (2, 3, 4), (1, 2), (3, 4), (2,), (1, 2, 3, 4))
 _RANKS = (0, 1, 2, 3, 4)
 _PATIENCE = 40  # attempts without a new config before the sampler stops
+ATTEMPTS = 3000
+"""Draws before the sampler gives up; most fail at once (a shape a node refuses), so a rule
+whose constraints few draws meet, two convs whose pads must be related, still gets one."""
 _FLOATS = (-1.5, 0.5, 2.0, 1e-3, 0.0)
 _FAILURES = (ShapeError, ValueError, KeyError, IndexError, TypeError, ZeroDivisionError,
              ArithmeticError, NameError)
@@ -150,15 +153,15 @@ def _literal_float(text: str) -> float | None:
         return None
 
 
-def choose_configs(rule: Rule, *, count: int = 4, attempts: int = 300,
+def choose_configs(rule: Rule, *, count: int = 4, attempts: int = ATTEMPTS,
                    seed: int = 0) -> list[Config]:
     """Up to `count` distinct well-typed configurations, the smallest first."""
-    rng = random.Random(seed)
+    rng, side = random.Random(seed), random.Random(seed + 1)
     facts = _facts(rule)
     found: dict[str, Config] = {}
     last_new = 0
     for attempt in range(attempts):
-        config = _draw(rule, facts, rng, _POOLS[attempt % len(_POOLS)])
+        config = _draw(rule, facts, rng, _POOLS[attempt % len(_POOLS)], side)
         if config is not None and config.key() not in found:
             found[config.key()] = config
             last_new = attempt
@@ -182,9 +185,9 @@ def _spread(config: Config) -> int:
 
 
 def _draw(rule: Rule, facts: _Facts, rng: random.Random,
-          pool: Sequence[int]) -> Config | None:
+          pool: Sequence[int], side: random.Random | None = None) -> Config | None:
     shapes = _draw_shapes(rule, facts, rng, pool)
-    bound = _bind_source(rule, shapes, facts.pinned, rng)
+    bound = _bind_source(rule, shapes, facts.pinned, rng, side)
     if bound is None:
         return None
     bindings, source = bound
@@ -258,7 +261,8 @@ def _helpers(rule: Rule, config: Config) -> dict[str, Callable[[str], object]]:
 
 
 def _bind_source(rule: Rule, shapes: Mapping[str, Shape], pinned: Mapping[str, object],
-                 rng: random.Random) -> tuple[dict[str, object], dict[str, Shape]] | None:
+                 rng: random.Random, side: random.Random | None = None,
+                 ) -> tuple[dict[str, object], dict[str, Shape]] | None:
     """Walk the source, binding each parameter variable when first read (from its
     node's input shapes) and inferring shapes: the bindings and every value's shape,
     or None where a node refuses its inputs."""
@@ -271,7 +275,7 @@ def _bind_source(rule: Rule, shapes: Mapping[str, Shape], pinned: Mapping[str, o
         for name, value in node.params:
             if isinstance(value, ParamVar):
                 if value.name not in bindings:
-                    bindings[value.name] = _draw_param(node.op, name, inputs, params, rng)
+                    bindings[value.name] = _draw_param(node.op, name, inputs, params, rng, side)
                 value = bindings[value.name]
             elif isinstance(value, ParamExpr):
                 return None
@@ -288,7 +292,13 @@ def _bind_source(rule: Rule, shapes: Mapping[str, Shape], pinned: Mapping[str, o
 
 
 def _draw_param(op: str, name: str, inputs: Sequence[Shape], bound: Mapping[str, object],
-                rng: random.Random) -> object:
+                rng: random.Random, side: random.Random | None = None) -> object:
+    drawn = _blind_param(op, name, inputs, bound, rng)
+    return drawn if side is None else _fitted_param(op, name, inputs, drawn, side)
+
+
+def _blind_param(op: str, name: str, inputs: Sequence[Shape], bound: Mapping[str, object],
+                 rng: random.Random) -> object:
     first = inputs[0] if inputs else ()
     special = _padding if (op, name) == ("Pad", "pads") else _SPECIAL.get(name)
     if special is not None:
@@ -302,6 +312,33 @@ def _draw_param(op: str, name: str, inputs: Sequence[Shape], bound: Mapping[str,
         choices.append(param.default)
     choices.extend(_GENERIC[param.kind](param.default, rng))
     return rng.choice(choices)
+
+
+def _fitted_param(op: str, name: str, inputs: Sequence[Shape], drawn: object, side: random.Random) -> object:
+    """A conv's group or pads fitted to its weight, some of the time, in place of the blind
+    draw: the group under which the weight reads the input's channels (grouped and
+    depthwise convs alike), or the "same" pads of its kernel, which blind draws of 0 or 1
+    per side rarely hit. The choice comes from its own generator, so that the blind draws,
+    and so every configuration of a rule without a conv, stay as they were."""
+    if op != "Conv" or len(inputs) < 2 or len(inputs[1]) != 4:
+        return drawn
+    if name == "group" and (group := _weight_group(inputs)) is not None and side.random() < 0.7:
+        return group
+    if name == "pads" and side.random() < 0.3:
+        kh, kw = inputs[1][2] // 2, inputs[1][3] // 2
+        return (kh, kw, kh, kw)
+    return drawn
+
+
+def _weight_group(inputs: Sequence[Shape]) -> int | None:
+    """The group under which a conv's weight (M, C/group, ...) reads its input's C channels,
+    where one exists."""
+    if len(inputs) < 2 or len(inputs[0]) < 2 or len(inputs[1]) < 2 or inputs[1][1] == 0:
+        return None
+    channels, per_group = inputs[0][1], inputs[1][1]
+    if channels % per_group or inputs[1][0] % (channels // per_group):
+        return None
+    return channels // per_group
 
 
 def _perm(shape: Shape, bound: Mapping[str, object], rng: random.Random) -> object:

@@ -90,52 +90,68 @@ def merge_parallel_rules() -> list[Rule]:
 _BN_STATS = ("g", "beta", "mean", "var")
 IDENTITY_CONSTRAINTS = (
     "rank('x') == 4", "rank('w') == 4", "rank('b') == 1",
+    "shape('w') in ((shape('x')[1], shape('x')[1], shape('w')[2], shape('w')[3]),"
+    " (shape('x')[1], 1, shape('w')[2], shape('w')[3]))",
+    "shape('w')[1] * group == shape('x')[1]", "shape('b') == (shape('w')[0],)",
     "is_const('w')", "is_const('b')", *(f"is_const({n!r})" for n in _BN_STATS),
     *(f"shape({n!r}) == (shape('w')[0],)" for n in _BN_STATS),
     "activation == 'none'", "auto_pad == 'NOTSET'", "tuple(dilations) == (1, 1)", "tuple(strides) == (1, 1)",
-    "group == 1", "shape('w')[0] == shape('w')[1]", "shape('x')[1] == shape('w')[1]",
     "shape('w')[2] % 2 == 1", "shape('w')[3] % 2 == 1",
     "tuple(pads) == (shape('w')[2] // 2, shape('w')[3] // 2, shape('w')[2] // 2, shape('w')[3] // 2)",
 )
-"""C to C channels at stride 1, group 1, and an odd kernel with centred pads: the output
-pixel (i, j) is the window centred on input pixel (i, j), where the identity kernel reads x."""
+"""C to C channels, group 1 or depthwise (group C), at stride 1, and an odd kernel with
+centred pads: the output pixel (i, j) of channel m is the window centred on input pixel
+(i, j), where the identity kernel reads channel m of x. (Written so that the refuter's
+sampler derives w, b and the statistics from x's channels.)"""
 
 
 def _identity_witness() -> str:
     configs = []
     for config in IDENTITY_MERGE_CONFIGS:
-        bindings = {"activation": "none", "auto_pad": "NOTSET", "dilations": [1, 1], "group": 1, "strides": [1, 1],
+        bindings = {"activation": "none", "auto_pad": "NOTSET", "dilations": [1, 1], "strides": [1, 1],
+                    "group": config.params.get("group", 1),
                     "pads": list(config.params.get("pads", (0, 0, 0, 0))),  # type: ignore[arg-type]
                     "epsilon": config.params["epsilon"], "momentum": 0.9}
         configs.append(({k: list(v) for k, v in config.shapes.items()}, bindings))
     return witness_json(configs, ("var",))
 
 
-def identity_merge_rules() -> list[Rule]:
-    """add(conv(x, w, b), bn(x)) -> conv(x, w + iconv(C, k) * s, b + beta - mean * s), s = g / sqrt(var + eps).
-
-    RepVGG's identity branch: a BatchNormalization of the block's input, added to the
-    convs' sum (after `merge_parallel_rules` has made the convs one)."""
+def _identity_rule(op: str) -> Rule:
+    """op(conv(x, w, b), bn(x)) -> conv(x, w op iconv(C, k, group) * s, b op (beta - mean * s))."""
     bn_params = (("epsilon", ParamVar("epsilon")), ("momentum", ParamVar("momentum")))
     source = Pattern((_conv("n0", ("w", "b"), "pads"),
                       PatternNode("bn", "BatchNormalization", ("x", *_BN_STATS), bn_params),
-                      PatternNode("n2", "Add", ("n0", "bn"))))
+                      PatternNode("n2", op, ("n0", "bn"))))
     identity_params = (("channels", ParamExpr("shape('w')[0]")),
-                       ("kernel_shape", ParamExpr("(shape('w')[2], shape('w')[3])")), ("group", 1))
+                       ("kernel_shape", ParamExpr("(shape('w')[2], shape('w')[3])")), ("group", ParamVar("group")))
     target = Pattern((
         PatternNode("eps", "ConstFill", (), (("shape", ()), ("value", ParamVar("epsilon")))),
         PatternNode("ve", "Add", ("var", "eps")), PatternNode("sd", "Sqrt", ("ve",)),
         PatternNode("k", "Div", ("g", "sd")),
         PatternNode("k4", "Reshape", ("k",), (("shape", (-1, 1, 1, 1)),)),
         PatternNode("ic", "ConstIdentityConv", (), identity_params),
-        PatternNode("wi", "Mul", ("ic", "k4")), PatternNode("ws", "Add", ("w", "wi")),
+        PatternNode("wi", "Mul", ("k4", "ic")), PatternNode("ws", op, ("w", "wi")),
         PatternNode("mk", "Mul", ("mean", "k")), PatternNode("sh", "Sub", ("beta", "mk")),
-        PatternNode("bs", "Add", ("b", "sh")),
+        PatternNode("bs", op, ("b", "sh")),
         _conv("c", ("ws", "bs"), "pads"),
     ))
     inputs = tuple(PatternInput(n) for n in ("x", "w", "b", *_BN_STATS))
-    return [axiom_rule("conv_bias_bn_identity_merge",
-                       "conv(x, w, b; pads) + bn(x; g, beta, mean, var) = conv(x, w + iconv(C, k) * s, "
-                       "b + beta - mean * s; pads), s = g / sqrt(var + eps)",
-                       inputs, source, target, (("n2", "c"),), IDENTITY_CONSTRAINTS, Exactness.REASSOCIATES,
-                       _identity_witness())]
+    sign = "+" if op == "Add" else "-"
+    return axiom_rule("conv_bias_bn_identity_merge" if op == "Add" else "conv_bias_bn_identity_sub",
+                      f"conv(x, w, b; pads) {sign} bn(x; g, beta, mean, var) = conv(x, w {sign} iconv(C, k, g) * s, "
+                      f"b {sign} (beta - mean * s); pads), s = g / sqrt(var + eps)",
+                      inputs, source, target, (("n2", "c"),), IDENTITY_CONSTRAINTS, Exactness.REASSOCIATES,
+                      _identity_witness())
+
+
+def identity_merge_rules() -> list[Rule]:
+    """add(conv(x, w, b), bn(x)) as one conv: RepVGG's identity branch, a BatchNormalization
+    of the block's input added to the convs' sum (after `merge_parallel_rules` has made the
+    convs one); depthwise in MobileOne's depthwise blocks and RepGhost's fusion batch norm."""
+    return [_identity_rule("Add")]
+
+
+def identity_sub_rules() -> list[Rule]:
+    """sub(conv(x, w, b), bn(x)) as one conv: FastViT's RepMixer, ``x + gamma * (mixer(x) -
+    norm(x))``, whose norm is a BatchNormalization of x and whose mixer a depthwise conv."""
+    return [_identity_rule("Sub")]
