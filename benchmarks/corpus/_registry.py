@@ -262,6 +262,10 @@ ENTRIES: tuple[Entry, ...] = (
     _timm("timm_convnext_atto", "convnext_atto"),
     _timm("timm_efficientnet_b0", "efficientnet_b0"),
     _timm("timm_repvgg_a0", "repvgg_a0"),  # as trained: 3x3 and 1x1 branches, no reparameterize()
+    # held out until stop 46, whose depthwise identity merges were written looking at them
+    _timm("timm_mobileone_s0", "mobileone_s0"),
+    _timm("timm_fastvit_t8", "fastvit_t8"),
+    _timm("timm_repghostnet_050", "repghostnet_050"),
     _yolo("yolov8n"),
     _yolo("yolo11n"),
     *_HUGGING_FACE,
