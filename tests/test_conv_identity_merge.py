@@ -148,3 +148,69 @@ def test_the_refuter_draws_depthwise_and_full_convs_with_centred_pads() -> None:
     configs = choose_configs(_rule("Sub"))
     kinds = {(c.bindings["group"] == c.shapes["x"][1] > 1, c.shapes["w"][2] > 1) for c in configs}
     assert (True, True) in kinds and (False, True) in kinds  # a depthwise 3x3 and a full 3x3
+
+
+MERGE = "conv_bias_merge_parallel_identity"
+
+
+def _repvgg_dw(*, pads2: tuple[int, ...] = (0, 0, 0, 0), group: int = 6, strides: tuple[int, int] = (1, 1),
+               pads: tuple[int, ...] = (1, 1, 1, 1)):  # noqa: ANN202
+    """bn(conv3(x) + conv1(x) + x): RepViT's RepVggDw as timm exports it."""
+    conv3 = h.make_node("Conv", ["x", "w", "b"], ["c3"], pads=list(pads), strides=list(strides), group=group)
+    conv1 = h.make_node("Conv", ["x", "w2", "b2"], ["c1"], pads=list(pads2), strides=list(strides), group=group)
+    bn = h.make_node("BatchNormalization", ["s", "g", "beta", "mean", "var"], ["y"], epsilon=1e-5)
+    stats = [weight("g", (6,), 5), weight("beta", (6,), 6), weight("mean", (6,), 7),
+             h.make_tensor("var", 1, (6,), np.linspace(0.5, 2.0, 6).tolist())]
+    inits = [weight("w", (6, 6 // group, 3, 3), 1), weight("b", (6,), 2), weight("w2", (6, 6 // group, 1, 1), 3),
+             weight("b2", (6,), 4), *stats]
+    nodes = [conv3, conv1, h.make_node("Add", ["c3", "c1"], ["t"]), h.make_node("Add", ["t", "x"], ["s"]), bn]
+    return canonicalize(make_graph(nodes, {"x": (1, 6, 7, 7)}, ["y"], inits)).graph
+
+
+def _merge_rule() -> Rule:
+    (rule,) = rules_from_axiom(find_axiom(MERGE))
+    return rule
+
+
+def test_the_merge_with_identity_holds_and_fails_off_centre() -> None:
+    axiom = find_axiom(MERGE)
+    assert validate_axiom(axiom, draws=2).ok
+    config = axiom.configs[0]
+    shifted = replace(config, params={**config.params, "pads": (2, 1, 0, 1)})
+    assert not validate_axiom(replace(axiom, configs=(shifted, *axiom.configs[1:]), condition=lambda s, p: True),
+                              draws=0).ok
+    rule = _merge_rule()
+    assert type_error(rule) == "" and check_witness(rule).outcome is WitnessOutcome.AGREE
+    assert refute(rule) is None
+
+
+@pytest.mark.parametrize("group", [6, 1])
+def test_a_repvgg_dw_block_is_one_conv_and_its_batch_norm(group: int) -> None:
+    graph = _repvgg_dw(group=group)
+    (match,) = find_matches(graph, _merge_rule())
+    rewritten = apply(graph, _merge_rule(), match)
+    assert rewritten is not None
+    assert [n.op_type for n in export(rewritten).graph.node] == ["Conv", "BatchNormalization"]
+
+
+@pytest.mark.parametrize(("block", "guards"), [
+    ({"pads": (2, 1, 0, 1)}, ("tuple(pads) ==", "tuple(pads2)")),  # the 3x3's windows a row off centre
+    ({"strides": (2, 2), "pads": (4, 4, 4, 4), "pads2": (3, 3, 3, 3)}, ("tuple(strides)", "tuple(pads) ==")),
+])
+def test_blocks_the_merge_cannot_take_are_left_alone(block: dict, guards: tuple[str, ...]) -> None:
+    graph = _repvgg_dw(**block)
+    assert find_matches(graph, _merge_rule()) == []
+    loose = _merge_rule()
+    for guard in guards:
+        loose = _loosened(loose, guard)
+    assert find_matches(graph, loose)  # left alone by those constraints, not by the block's form
+
+
+@pytest.mark.ort
+@pytest.mark.parametrize("group", [6, 1])
+def test_the_merged_block_with_identity_computes_the_same_on_ort(group: int) -> None:
+    graph = _repvgg_dw(group=group)
+    (match,) = find_matches(graph, _merge_rule())
+    rewritten = apply(graph, _merge_rule(), match)
+    assert rewritten is not None
+    assert_same_outputs(graph, rewritten)

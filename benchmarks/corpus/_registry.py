@@ -266,6 +266,7 @@ ENTRIES: tuple[Entry, ...] = (
     _timm("timm_mobileone_s0", "mobileone_s0"),
     _timm("timm_fastvit_t8", "fastvit_t8"),
     _timm("timm_repghostnet_050", "repghostnet_050"),
+    _timm("timm_repvit_m0_9", "repvit_m0_9"),  # its RepVggDw merge was written looking at it
     _yolo("yolov8n"),
     _yolo("yolo11n"),
     *_HUGGING_FACE,

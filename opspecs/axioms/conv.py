@@ -147,6 +147,14 @@ IDENTITY_MERGE_CONFIGS = (
 """A 3x3 (RepVGG), a 1x1, a 3x1 with a batch of two, and depthwise a 3x3 (MobileOne, FastViT,
 RepGhost) and a 1x1 (MobileOne's scale branch) with a batch of two; epsilon 1e-5, 1e-3 and 0."""
 
+MERGE_IDENTITY_CONFIGS = (
+    cfg({"x": (1, 3, 4, 4), "w": (3, 1, 3, 3), "b": (3,), "w2": (3, 1, 1, 1), "b2": (3,)}, pads=(1, 1, 1, 1), group=3),
+    cfg({"x": (1, 2, 5, 4), "w": (2, 2, 3, 3), "b": (2,), "w2": (2, 2, 1, 1), "b2": (2,)}, pads=(1, 1, 1, 1)),
+    cfg({"x": (2, 4, 5, 5), "w": (4, 1, 5, 3), "b": (4,), "w2": (4, 1, 3, 1), "b2": (4,)}, pads=(2, 1, 2, 1), group=4),
+)
+"""Two convs of x and x itself summed (RepViT's RepVggDw, ``bn(conv(x) + conv1(x) + x)``, whose
+batch norm then folds into the one conv): depthwise 3x3 and 1x1, full, depthwise 5x3 and 3x1."""
+
 
 CHANNEL_CONFIGS = (
     cfg({"x": (1, 2, 3, 3), "w": (3, 2, 1, 1), "b": (3,), "c": (1, 3, 1, 1)}),
@@ -313,6 +321,20 @@ AXIOMS = (
           exactness=Exactness.REASSOCIATES),
     _identity_merge("Add"),
     _identity_merge("Sub"),
+    Axiom("conv_bias_merge_parallel_identity",
+          "conv(x, w, b; pads) + conv(x, w2, b2; pads - m) + x = conv(x, w + enlarge(w2, k) + iconv(C, k, g),"
+          " b + b2; pads)  (w2 centred in w; C to C channels, group g 1 or C, stride 1, odd kernel k, centred pads)",
+          ("x", "w", "b", "w2", "b2"),
+          lambda a, v, p: a("Add", a("Add", a("Conv", v["x"], v["w"], v["b"], **conv(p)),
+                                     a("Conv", v["x"], v["w2"], v["b2"], **conv(p, pads=p["small_pads"]))), v["x"]),
+          lambda a, v, p: a("Conv", v["x"],
+                            a("Add", a("Add", v["w"], a("Enlarge", v["w2"], kernel_shape=p["kernel_shape"])),
+                              a("ConstIdentityConv", channels=p["channels"], kernel_shape=p["kernel_shape"],
+                                group=p["identity_group"])),
+                            a("Add", v["b"], v["b2"]), **conv(p)),
+          MERGE_IDENTITY_CONFIGS, condition=lambda s, p: _centred_in(s, p) and _identity_fits(s, p),
+          derive=lambda s, p: {**merge_parallel_params(s, p), **identity_merge_params(s, p)},
+          exactness=Exactness.REASSOCIATES),
     Axiom("conv_regroup", "conv(x, w; g) = conv(x, regroup(w; g, k); g/k)  (k divides g)",
           ("x", "w"),
           lambda a, v, p: a("Conv", v["x"], v["w"], **conv(p)),

@@ -51,11 +51,13 @@ VALUE_DEPENDENT = frozenset({"relu_scale_positive", "relu_affine_as_clip", "conv
 # has in parts: conv_bias_merge_parallel composes conv_enlarge_kernel, conv_linear_weight and
 # conv_bias_add; as a guarded axiom of five tensor inputs its instances over a pool of
 # shapes would grow as the pool's fifth power. conv_bias_bn_identity_merge and _sub (seven
-# inputs) compose conv_identity_kernel, the batch norm's own axioms and the same linearity.
+# inputs) compose conv_identity_kernel, the batch norm's own axioms and the same linearity;
+# conv_bias_merge_parallel_identity, the parallel merge and conv_identity_kernel.
 # affine_as_depthwise_conv and scale_as_depthwise_conv compose conv_identity_kernel (group C)
 # with the per-channel folds.
 # The transpose-through-constant axioms are transpose_add's broadcast kin, rules of their own.
 FAMILY_ONLY = frozenset({"conv_bias_merge_parallel", "conv_bias_bn_identity_merge", "conv_bias_bn_identity_sub",
+                         "conv_bias_merge_parallel_identity",
                          "affine_as_depthwise_conv", "scale_as_depthwise_conv", "transpose_add_const", "transpose_mul_const",
                          "transpose_add_const_scalar", "transpose_mul_const_scalar",
                          *(f"transpose_{a}_{b}_const" for a in ("add", "mul") for b in ("add", "mul"))})

@@ -42,6 +42,7 @@ from taso.substitutions.generate._gating_families import channel_gate_rules, red
 from taso.substitutions.generate._reparam_families import (
     identity_merge_rules,
     identity_sub_rules,
+    merge_identity_rules,
     merge_parallel_rules,
 )
 from taso.substitutions.generate._softmax_families import softmax_transpose_rules
@@ -244,6 +245,7 @@ FAMILIES = {
     "conv_bias_merge_parallel": merge_parallel_rules,
     "conv_bias_bn_identity_merge": identity_merge_rules,
     "conv_bias_bn_identity_sub": identity_sub_rules,
+    "conv_bias_merge_parallel_identity": merge_identity_rules,
     "affine_as_depthwise_conv": depthwise_affine_rules,
     "scale_as_depthwise_conv": depthwise_scale_rules,
     **{f"transpose_{op.lower()}_const{'_scalar' if scalar else ''}":

@@ -29,6 +29,7 @@ from __future__ import annotations
 from taso.opspecs import Exactness
 from taso.opspecs.axioms.conv import (
     IDENTITY_MERGE_CONFIGS,
+    MERGE_IDENTITY_CONFIGS,
     MERGE_PARALLEL_CONFIGS,
     merge_parallel_params,
 )
@@ -161,3 +162,48 @@ def identity_sub_rules() -> list[Rule]:
     """sub(conv(x, w, b), bn(x)) as one conv: FastViT's RepMixer, ``x + gamma * (mixer(x) -
     norm(x))``, whose norm is a BatchNormalization of x and whose mixer a depthwise conv."""
     return [_identity_rule("Sub")]
+
+
+MERGE_IDENTITY_CONSTRAINTS = (
+    *CONSTRAINTS,
+    "shape('w') in ((shape('x')[1], shape('x')[1], shape('w')[2], shape('w')[3]),"
+    " (shape('x')[1], 1, shape('w')[2], shape('w')[3]))",
+    "shape('w')[1] * group == shape('x')[1]", "tuple(strides) == (1, 1)",
+    "shape('w')[2] % 2 == 1", "shape('w')[3] % 2 == 1",
+    "tuple(pads) == (shape('w')[2] // 2, shape('w')[3] // 2, shape('w')[2] // 2, shape('w')[3] // 2)",
+)
+"""The parallel merge's constraints and the identity's: C to C channels, group 1 or depthwise,
+stride 1, the larger kernel odd with centred pads (so the smaller is centred too)."""
+
+
+def merge_identity_rules() -> list[Rule]:
+    """add(add(conv(x, w, b), conv(x, w2, b2)), x) -> conv(x, w + enlarge(w2) + iconv(C, k, group), b + b2).
+
+    RepViT's RepVggDw, ``bn(conv(x) + conv1(x) + x)``: merging the two convs alone leaves
+    ORT about as fast (it fuses the sum into the conv), so the search never reached the
+    identity; merged in one step the batch norm after them folds into the one conv."""
+    source = Pattern((_conv("n0", ("w", "b"), "pads"), _conv("n1", ("w2", "b2"), "pads2"),
+                      PatternNode("n2", "Add", ("n0", "n1")), PatternNode("n3", "Add", ("n2", "x"))))
+    kernel = ParamExpr("(shape('w')[2], shape('w')[3])")
+    identity_params = (("channels", ParamExpr("shape('w')[0]")), ("kernel_shape", kernel), ("group", ParamVar("group")))
+    target = Pattern((
+        PatternNode("e", "Enlarge", ("w2",), (("kernel_shape", kernel),)),
+        PatternNode("ws", "Add", ("w", "e")),
+        PatternNode("ic", "ConstIdentityConv", (), identity_params),
+        PatternNode("wi", "Add", ("ws", "ic")),
+        PatternNode("bs", "Add", ("b", "b2")),
+        _conv("c", ("wi", "bs"), "pads"),
+    ))
+    configs = []
+    for config in MERGE_IDENTITY_CONFIGS:
+        derived = merge_parallel_params(config.shapes, config.params)
+        bindings = {"activation": "none", "auto_pad": "NOTSET", "dilations": [1, 1], "strides": [1, 1],
+                    "group": config.params.get("group", 1), "pads": list(config.params["pads"]),  # type: ignore[arg-type]
+                    "pads2": list(derived["small_pads"])}  # type: ignore[arg-type]
+        configs.append(({k: list(v) for k, v in config.shapes.items()}, bindings))
+    inputs = tuple(PatternInput(n) for n in ("x", "w", "b", "w2", "b2"))
+    return [axiom_rule("conv_bias_merge_parallel_identity",
+                       "conv(x, w, b; pads) + conv(x, w2, b2; pads - m) + x = conv(x, w + enlarge(w2, k) + iconv(C, k, g), "
+                       "b + b2; pads)",
+                       inputs, source, target, (("n3", "c"),), MERGE_IDENTITY_CONSTRAINTS, Exactness.REASSOCIATES,
+                       witness_json(configs))]
