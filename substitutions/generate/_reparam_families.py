@@ -22,6 +22,11 @@ and RepGhost's fusion batch norm are depthwise). ``conv_bias_bn_identity_sub`` s
 FastViT's RepMixer, ``x + gamma * (mixer(x) - norm(x))`` with norm a batch norm of x.
 Measured in stop 46 (benchmarks/results/reparam_corpus_s46.md): FastViT-T8 1.25x, RepGhostNet-050
 1.16x, MobileOne-S0 3.66x as exported by timm in training form.
+
+``conv_bias_merge_parallel_identity`` takes RepViT's RepVggDw, ``bn(conv(x) + conv1(x) + x)``,
+in one step: the parallel merge alone gains nothing there (ORT fuses the sum into the conv),
+so the search stopped before the identity; merged at once, the batch norm after it folds.
+RepViT-M0.9 1.17x (benchmarks/results/repvit_s46.md).
 """
 
 from __future__ import annotations
