@@ -32,6 +32,7 @@ RepViT-M0.9 1.17x (benchmarks/results/repvit_s46.md).
 from __future__ import annotations
 
 from taso.opspecs import Exactness
+from taso.opspecs.axioms import AxiomConfig
 from taso.opspecs.axioms.conv import (
     IDENTITY_MERGE_CONFIGS,
     MERGE_IDENTITY_CONFIGS,
@@ -69,15 +70,19 @@ convs read the same windows of x; no fused activation (relu(a) + relu(b) is not 
 convs)."""
 
 
-def _witness() -> str:
-    configs = []
-    for config in MERGE_PARALLEL_CONFIGS:
-        derived = merge_parallel_params(config.shapes, config.params)
-        bindings = {"activation": "none", "auto_pad": "NOTSET", "dilations": [1, 1], "group": 1,
-                    "strides": [1, 1], **{k: list(v) if isinstance(v, tuple) else v for k, v in config.params.items()}}
-        bindings["pads2"] = list(derived["small_pads"])  # type: ignore[arg-type]
-        configs.append(({k: list(v) for k, v in config.shapes.items()}, bindings))
-    return witness_json(configs)
+def _witness_config(config: AxiomConfig, **extra: object) -> tuple[dict, dict]:
+    """A config's shapes and its conv bindings (no activation, no auto pad, dilation and stride
+    1, group 1 and no pads unless the config says otherwise), with `extra` bindings."""
+    bindings = {"activation": "none", "auto_pad": "NOTSET", "dilations": [1, 1], "strides": [1, 1], "group": 1,
+                "pads": [0, 0, 0, 0], **{k: list(v) if isinstance(v, tuple) else v for k, v in config.params.items()},
+                **extra}
+    return {k: list(v) for k, v in config.shapes.items()}, bindings
+
+
+def _parallel_witness(configs: tuple[AxiomConfig, ...]) -> str:
+    """Configs of two parallel convs, the smaller one's pads bound as `pads2`."""
+    return witness_json(_witness_config(c, pads2=list(merge_parallel_params(c.shapes, c.params)["small_pads"]))  # type: ignore[call-overload]
+                        for c in configs)
 
 
 def merge_parallel_rules() -> list[Rule]:
@@ -94,7 +99,8 @@ def merge_parallel_rules() -> list[Rule]:
     inputs = tuple(PatternInput(n) for n in ("x", "w", "b", "w2", "b2"))
     return [axiom_rule("conv_bias_merge_parallel",
                        "conv(x, w, b; pads) + conv(x, w2, b2; pads - m) = conv(x, w + enlarge(w2, k), b + b2; pads)",
-                       inputs, source, target, (("n2", "c"),), CONSTRAINTS, Exactness.REASSOCIATES, _witness())]
+                       inputs, source, target, (("n2", "c"),), CONSTRAINTS, Exactness.REASSOCIATES,
+                       _parallel_witness(MERGE_PARALLEL_CONFIGS))]
 
 
 _BN_STATS = ("g", "beta", "mean", "var")
@@ -116,14 +122,7 @@ sampler derives w, b and the statistics from x's channels.)"""
 
 
 def _identity_witness() -> str:
-    configs = []
-    for config in IDENTITY_MERGE_CONFIGS:
-        bindings = {"activation": "none", "auto_pad": "NOTSET", "dilations": [1, 1], "strides": [1, 1],
-                    "group": config.params.get("group", 1),
-                    "pads": list(config.params.get("pads", (0, 0, 0, 0))),  # type: ignore[arg-type]
-                    "epsilon": config.params["epsilon"], "momentum": 0.9}
-        configs.append(({k: list(v) for k, v in config.shapes.items()}, bindings))
-    return witness_json(configs, ("var",))
+    return witness_json((_witness_config(c, momentum=0.9) for c in IDENTITY_MERGE_CONFIGS), ("var",))
 
 
 def _identity_rule(op: str) -> Rule:
@@ -199,16 +198,9 @@ def merge_identity_rules() -> list[Rule]:
         PatternNode("bs", "Add", ("b", "b2")),
         _conv("c", ("wi", "bs"), "pads"),
     ))
-    configs = []
-    for config in MERGE_IDENTITY_CONFIGS:
-        derived = merge_parallel_params(config.shapes, config.params)
-        bindings = {"activation": "none", "auto_pad": "NOTSET", "dilations": [1, 1], "strides": [1, 1],
-                    "group": config.params.get("group", 1), "pads": list(config.params["pads"]),  # type: ignore[arg-type]
-                    "pads2": list(derived["small_pads"])}  # type: ignore[arg-type]
-        configs.append(({k: list(v) for k, v in config.shapes.items()}, bindings))
     inputs = tuple(PatternInput(n) for n in ("x", "w", "b", "w2", "b2"))
     return [axiom_rule("conv_bias_merge_parallel_identity",
                        "conv(x, w, b; pads) + conv(x, w2, b2; pads - m) + x = conv(x, w + enlarge(w2, k) + iconv(C, k, g), "
                        "b + b2; pads)",
                        inputs, source, target, (("n3", "c"),), MERGE_IDENTITY_CONSTRAINTS, Exactness.REASSOCIATES,
-                       witness_json(configs))]
+                       _parallel_witness(MERGE_IDENTITY_CONFIGS))]
