@@ -89,6 +89,21 @@ def _gemm_rhs(a, v, p):  # noqa: ANN001, ANN202
     return a("Add", a("MatMul", v["A"], b), v["C"])
 
 
+def scales_columns(shapes: Mapping[str, Shape], name: str = "g") -> bool:
+    """`name` scales the columns of the matrix w: (N,) or (1, N) with N = w's last dim, and
+    x at least a matrix (a vector x @ w times a (1, N) g would gain an axis that
+    x @ (w * g) lacks): the shapes where ``(x @ w) * g = x @ (w * g)`` holds (a (M, 1) g
+    scales the product's rows, which w cannot)."""
+    w = shapes["w"]
+    return len(w) == 2 and len(shapes["x"]) >= 2 and tuple(shapes[name]) in ((w[1],), (1, w[1]))
+
+
+COLUMN_CONFIGS = (cfg({"x": (2, 3), "w": (3, 4), "g": (4,)}),
+                  cfg({"x": (2, 2, 3), "w": (3, 2), "g": (1, 2)}),
+                  cfg({"x": (1, 5, 1), "w": (1, 3), "g": (3,)}))
+"""A layer scale after a dense layer: a matrix, a batch of them, a product of rank 1."""
+
+
 GEMM_CONFIGS = (cfg({"A": (2, 3), "B": (3, 4), "C": (4,)}, transB=0),
                 cfg({"A": (2, 3), "B": (4, 3), "C": (2, 4)}, transB=1),
                 cfg({"A": (1, 3), "B": (3, 2), "C": (1, 2)}, transB=0),
@@ -194,4 +209,8 @@ AXIOMS = (
           BN_INPUTS[:2] + BN_INPUTS[3:],
           lambda a, v, p: _bn(a, a("Conv", v["x"], v["w"], **conv_params(p)), v, p),
           _bn_fold_nobias, BN_NOBIAS_CONFIGS, positive=BN_STATS, exactness=Exactness.REASSOCIATES),
+    Axiom("matmul_mul_columns", "(x @ w) * g = x @ (w * g)  (g scales w's columns)", ("x", "w", "g"),
+          lambda a, v, p: a("Mul", a("MatMul", v["x"], v["w"]), v["g"]),
+          lambda a, v, p: a("MatMul", v["x"], a("Mul", v["w"], v["g"])),
+          COLUMN_CONFIGS, condition=lambda s, p: scales_columns(s), exactness=Exactness.REASSOCIATES),
 )
