@@ -1,5 +1,6 @@
 """Axioms for the shapes model converters emit: a per-channel Mul into a bias-free Conv,
-``Gemm = MatMul + Add``, and BatchNorm folding into a Conv with any parameters and epsilon
+a layer scale into a dense layer's weight columns, ``Gemm = MatMul + Add``, and BatchNorm
+folding into a Conv with any parameters and epsilon
 (the normalization axiom ``bn_fold_conv`` binds them to its configs), with and without a
 bias input. Rule proofs of the converter forms (``substitutions/generate/_converter_forms.py``) use
 them; they are validated and mutation-tested like every other axiom.
