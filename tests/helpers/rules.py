@@ -9,6 +9,8 @@
   weight folding, layout cancellation, reassociation. `fuzz_rules()` puts the shipped
   library first. tests/test_fuzz_rules.py checks each one on a witness model.
 - `LIBRARY`: the shipped rule file; `relu_is_identity`: a deliberately wrong rule.
+- `loosened`: a rule without some of its constraints (to show a test's graph is left alone
+  by them, not by the rule's form); `applied_once`: a rule applied at its one match.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import taso.substitutions as substitutions
+from taso.ir import Graph
 from taso.opspecs import Exactness
 from taso.pipeline._rewriting import default_rules
+from taso.substitutions.matching import apply, find_matches
 from taso.substitutions.rule import (
     ParamExpr,
     ParamVar,
@@ -55,6 +59,23 @@ def rule(
         outputs=tuple(outputs),
         constraints=tuple(constraints),
     ).validate()
+
+
+def loosened(rule: Rule, *dropped: str) -> Rule:
+    """`rule` without the constraints starting with each of `dropped` (each drops one or more)."""
+    for prefix in dropped:
+        constraints = tuple(c for c in rule.constraints if not c.startswith(prefix))
+        assert constraints != rule.constraints, prefix
+        rule = replace(rule, id=f"{rule.id}-without-{prefix}", constraints=constraints)
+    return rule
+
+
+def applied_once(graph: Graph, rule: Rule) -> Graph:
+    """`graph` with `rule` applied at its one match (there must be exactly one)."""
+    (match,) = find_matches(graph, rule)
+    rewritten = apply(graph, rule, match)
+    assert rewritten is not None
+    return rewritten
 
 
 def node(node_id: str, op: str, *inputs: str, **params: object) -> PatternNode:
