@@ -249,12 +249,13 @@ def _const_array(p: ParamSpec, value: object, dtype: np.dtype | None) -> np.ndar
 
 
 def _float_dtype(arrays: Sequence[np.ndarray]) -> np.dtype | None:
-    for a in arrays:
-        if a.dtype == object:
-            return None
-        if a.dtype.kind == "f":
-            return a.dtype
-    return None
+    """The widest float dtype among the inputs (ONNX gives an op's float inputs one dtype;
+    the refuter's float64 inputs meet a nullary constant's float32 ones, which must not
+    round them), or None for symbolic or non-float inputs."""
+    if any(a.dtype == object for a in arrays):
+        return None
+    floats = [a.dtype for a in arrays if a.dtype.kind == "f"]
+    return np.result_type(*floats) if floats else None
 
 
 def _cast_back(out: np.ndarray, dtype: np.dtype | None) -> np.ndarray:

@@ -11,6 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from taso.opspecs import spec_by_name
 from taso.substitutions.generate import _verify
 from taso.substitutions.generate._refute import Method, compare_sides, refute
 from taso.substitutions.generate._refute_configs import choose_configs, constraints_hold
@@ -129,3 +130,29 @@ def test_a_wrong_constant_is_still_refuted_with_a_rounding_slack() -> None:
         wrong_node = replace(target, params=(("alpha", alpha), ("beta", 0.5)))
         wrong = replace(hard_sigmoid, id=f"wrong-alpha-{alpha}", target=replace(hard_sigmoid.target, nodes=(wrong_node,)))
         assert refute(wrong) is not None, alpha
+
+
+def test_rules_that_need_a_run_time_input_get_configs_and_wrong_ones_are_refuted() -> None:
+    """`not is_const('x')` (a constant moved towards a value known only at run time) left
+    the sampler no config at all, so the refuter passed every such rule unchecked."""
+    needing = [r for r in load_rules(LIBRARY).rules if "not is_const('x')" in r.constraints]
+    assert len(needing) >= 8
+    assert [r.id for r in needing if not choose_configs(r)] == []
+    through = _shipped("ax-transpose_mul_const")
+    (tc,) = (n for n in through.target.nodes if n.id == "tc")
+    untransposed = replace(through.target, nodes=tuple(n for n in through.target.nodes if n.id != "tc"))
+    untransposed = replace(untransposed, nodes=tuple(
+        replace(n, inputs=("t0", "c")) if n.id == "r" else n for n in untransposed.nodes))
+    wrong = replace(through, id="wrong-constant-not-transposed", target=untransposed)
+    assert tc.op == "Transpose" and refute(wrong) is not None
+
+
+def test_a_nullary_constant_does_not_round_the_refuters_float64_inputs() -> None:
+    """ones(C) (a float32 constant, as export makes it) times a float64 input of the
+    refuter stays float64: rounded, x * s + t and its depthwise conv differed by 3e-8 near a
+    cancellation and the right rule was refuted."""
+    ones = spec_by_name("ConstOnes").evaluate([], {"shape": (2,)})[0]
+    s = np.array(-0.6894577587329396)
+    (scaled,) = spec_by_name("Mul").evaluate([ones, s], {})
+    assert scaled.dtype == np.float64 and scaled[0] == s
+    assert refute(_shipped("ax-affine_as_depthwise_conv")) is None

@@ -188,6 +188,11 @@ def _draw(rule: Rule, facts: _Facts, rng: random.Random,
           pool: Sequence[int], side: random.Random | None = None) -> Config | None:
     shapes = _draw_shapes(rule, facts, rng, pool)
     bound = _bind_source(rule, shapes, facts.pinned, rng, side)
+    if bound is not None and facts.derived:
+        # shapes derived from a parameter the source binds (a layer scale on the axis a
+        # Transpose's perm moves): derived again once it is bound, and the source re-walked
+        shapes = _derive(facts, shapes, rng, bound[0])
+        bound = _bind_source(rule, shapes, bound[0], rng, side)
     if bound is None:
         return None
     bindings, source = bound
@@ -229,11 +234,11 @@ def _draw_shapes(rule: Rule, facts: _Facts, rng: random.Random,
     return _derive(facts, shapes, rng)
 
 
-def _derive(facts: _Facts, shapes: dict[str, Shape],
-            rng: random.Random) -> dict[str, Shape]:
+def _derive(facts: _Facts, shapes: dict[str, Shape], rng: random.Random,
+            bindings: Mapping[str, object] | None = None) -> dict[str, Shape]:
     """Shapes that constraints compute from other inputs' (`shape(c) in ((1, shape(w)[0],
-    1, 1), ...)`): one alternative, at random."""
-    helpers = {"shape": lambda n: tuple(shapes[n]), "rank": lambda n: len(shapes[n])}
+    1, 1), ...)`) and from bound parameters: one alternative, at random."""
+    helpers = {**(bindings or {}), "shape": lambda n: tuple(shapes[n]), "rank": lambda n: len(shapes[n])}
     for name, (relation, expr) in facts.derived.items():
         try:
             value = evaluate_expression(expr, helpers)
@@ -255,9 +260,20 @@ def constraints_hold(rule: Rule, config: Config) -> bool:
 
 def _helpers(rule: Rule, config: Config) -> dict[str, Callable[[str], object]]:
     shapes = config.shapes
+    varying = _required_varying(rule)
     return {"shape": lambda n: tuple(shapes[n]), "rank": lambda n: len(shapes[n]),
-            "is_const": lambda n: True,  # any input may be fed by a constant
+            # any input may be fed by a constant, except one the rule requires to vary (a rule
+            # that moves a constant towards a value known only at run time)
+            "is_const": lambda n: n not in varying,
             "value": lambda n: config.values.get(n), **MATCH_FILTERS_WHILE_PROVING}
+
+
+_VARYING = re.compile(r"^not is_const\('(\w+)'\)$")
+
+
+def _required_varying(rule: Rule) -> frozenset[str]:
+    """Inputs a constraint `not is_const('x')` requires to be known only at run time."""
+    return frozenset(m[1] for c in rule.constraints if (m := _VARYING.match(c)))
 
 
 def _bind_source(rule: Rule, shapes: Mapping[str, Shape], pinned: Mapping[str, object],
