@@ -365,10 +365,13 @@ class Graph:
         next_id = max(self.nodes, default=-1) + 1
         for offset, node in enumerate(add):
             nodes[next_id + offset] = node
-        new_types = self.types if not types else MappingProxyType({**self.types, **types})
         new_inits = dict(self.initializers)
+        added_types: dict[str, TensorType] = {}
         for init in initializers:
             new_inits[init.name] = init
+            added_types[init.name] = init.type  # an added weight is typed like an imported one
+        added_types.update(types or {})
+        new_types = self.types if not added_types else MappingProxyType({**self.types, **added_types})
         return Graph(
             inputs=self.inputs,
             outputs=self.outputs,
