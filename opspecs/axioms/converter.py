@@ -1,5 +1,6 @@
 """Axioms for the shapes model converters emit: a per-channel Mul into a bias-free Conv,
-a layer scale into a dense layer's weight columns, ``Gemm = MatMul + Add``, and BatchNorm
+a layer scale into a dense layer's weight columns (also
+through the permute back to NCHW that follows it), ``Gemm = MatMul + Add``, and BatchNorm
 folding into a Conv with any parameters and epsilon
 (the normalization axiom ``bn_fold_conv`` binds them to its configs), with and without a
 bias input. Rule proofs of the converter forms (``substitutions/generate/_converter_forms.py``) use
@@ -97,6 +98,47 @@ def scales_columns(shapes: Mapping[str, Shape], name: str = "g") -> bool:
     scales the product's rows, which w cannot)."""
     w = shapes["w"]
     return len(w) == 2 and len(shapes["x"]) >= 2 and tuple(shapes[name]) in ((w[1],), (1, w[1]))
+
+
+def scales_moved_columns(shapes: Mapping[str, Shape], perm: tuple[int, ...]) -> bool:
+    """`g` scales the axis that ``transpose(x @ w + b, perm)`` moves w's columns to: N = w's
+    last dim on that axis and 1 on every other, broadcast from the right ((1, N, 1, 1) or
+    (N, 1, 1) after a (0, 3, 1, 2) permute back to NCHW), b one value per column, w a matrix
+    and the product of perm's rank: the shapes where the layer scale folds into the columns."""
+    w, rank = shapes["w"], len(perm)
+    if len(w) != 2 or len(shapes["x"]) != rank or rank < 2 or tuple(shapes["b"]) != (w[1],):
+        return False
+    full = tuple(w[1] if axis == rank - 1 else 1 for axis in perm)
+    g = tuple(shapes["g"])
+    return len(g) <= rank and g == full[rank - len(g):]  # too short to reach N's axis: one value
+
+
+def scales_unit_columns(shapes: Mapping[str, Shape]) -> bool:
+    """`g` is (1, ..., 1, N) with N = w's last dim and no higher rank than x, w a matrix and b
+    one value per column: the layer scale of ``x @ w + b`` written at the product's rank
+    (as a Transpose sunk below it leaves it), where folding it keeps the product's shape."""
+    w, g = shapes["w"], tuple(shapes["g"])
+    if len(w) != 2 or len(shapes["x"]) < 2 or tuple(shapes["b"]) != (w[1],):
+        return False
+    return 1 <= len(g) <= len(shapes["x"]) and g == (1,) * (len(g) - 1) + (w[1],)
+
+
+UNIT_COLUMN_CONFIGS = (
+    cfg({"x": (1, 2, 3, 4), "w": (4, 3), "b": (3,), "g": (1, 1, 1, 3)}),
+    cfg({"x": (2, 3, 2), "w": (2, 4), "b": (4,), "g": (1, 1, 4)}),
+    cfg({"x": (3, 2), "w": (2, 2), "b": (2,), "g": (2,)}),
+)
+"""A layer scale on a channels-last product (rank 4, 3) and on a matrix."""
+
+
+MOVED_COLUMN_CONFIGS = (
+    cfg({"x": (1, 2, 3, 4), "w": (4, 3), "b": (3,), "g": (1, 3, 1, 1)}, perm=(0, 3, 1, 2)),
+    cfg({"x": (1, 3, 2, 2), "w": (2, 4), "b": (4,), "g": (4, 1, 1)}, perm=(0, 3, 1, 2)),
+    cfg({"x": (2, 3), "w": (3, 2), "b": (2,), "g": (2, 1)}, perm=(1, 0)),
+    cfg({"x": (2, 3, 2), "w": (2, 3), "b": (3,), "g": (3, 1, 1)}, perm=(2, 0, 1)),
+)
+"""A dense layer's output permuted back to NCHW, then a layer scale per channel (torchvision
+and timm ConvNeXt), written (1, C, 1, 1) and (C, 1, 1); a matrix transposed; rank 3."""
 
 
 COLUMN_CONFIGS = (cfg({"x": (2, 3), "w": (3, 4), "g": (4,)}),
@@ -214,4 +256,20 @@ AXIOMS = (
           lambda a, v, p: a("Mul", a("MatMul", v["x"], v["w"]), v["g"]),
           lambda a, v, p: a("MatMul", v["x"], a("Mul", v["w"], v["g"])),
           COLUMN_CONFIGS, condition=lambda s, p: scales_columns(s), exactness=Exactness.REASSOCIATES),
+    Axiom("transpose_matmul_bias_mul_columns",
+          "transpose(x @ w + b, p) * g = transpose(x @ (w * g') + b * g', p), g' = reshape(g, (-1,))  "
+          "(g scales the axis p moves w's columns to)", ("x", "w", "b", "g"),
+          lambda a, v, p: a("Mul", a("Transpose", a("Add", a("MatMul", v["x"], v["w"]), v["b"]), perm=p["perm"]),
+                            v["g"]),
+          lambda a, v, p: a("Transpose", a("Add", a("MatMul", v["x"], a("Mul", v["w"], reshape_1d(a, v["g"]))),
+                                           a("Mul", v["b"], reshape_1d(a, v["g"]))), perm=p["perm"]),
+          MOVED_COLUMN_CONFIGS, condition=lambda s, p: scales_moved_columns(s, tuple(p["perm"])),
+          exactness=Exactness.REASSOCIATES),
+    Axiom("matmul_bias_mul_unit_columns",
+          "(x @ w + b) * g = x @ (w * g') + b * g', g' = reshape(g, (-1,))  (g is (1, ..., 1, N))",
+          ("x", "w", "b", "g"),
+          lambda a, v, p: a("Mul", a("Add", a("MatMul", v["x"], v["w"]), v["b"]), v["g"]),
+          lambda a, v, p: a("Add", a("MatMul", v["x"], a("Mul", v["w"], reshape_1d(a, v["g"]))),
+                            a("Mul", v["b"], reshape_1d(a, v["g"]))),
+          UNIT_COLUMN_CONFIGS, condition=lambda s, p: scales_unit_columns(s), exactness=Exactness.REASSOCIATES),
 )

@@ -55,8 +55,10 @@ VALUE_DEPENDENT = frozenset({"relu_scale_positive", "relu_affine_as_clip", "conv
 # conv_bias_merge_parallel_identity, the parallel merge and conv_identity_kernel.
 # affine_as_depthwise_conv and scale_as_depthwise_conv compose conv_identity_kernel (group C)
 # with the per-channel folds.
-# The transpose-through-constant axioms are transpose_add's broadcast kin, rules of their own.
-FAMILY_ONLY = frozenset({"conv_bias_merge_parallel", "conv_bias_bn_identity_merge", "conv_bias_bn_identity_sub",
+# The transpose-through-constant axioms are transpose_add's broadcast kin, rules of their own;
+# transpose_matmul_bias_mul_columns (four inputs) composes them with matmul_mul_columns and
+# mul_add_distrib, and matmul_bias_mul_unit_columns the latter two with a reshape.
+FAMILY_ONLY = frozenset({"transpose_matmul_bias_mul_columns", "matmul_bias_mul_unit_columns", "conv_bias_merge_parallel", "conv_bias_bn_identity_merge", "conv_bias_bn_identity_sub",
                          "conv_bias_merge_parallel_identity",
                          "affine_as_depthwise_conv", "scale_as_depthwise_conv", "transpose_add_const", "transpose_mul_const",
                          "transpose_add_const_scalar", "transpose_mul_const_scalar",

@@ -48,7 +48,9 @@ from taso.substitutions.generate._reparam_families import (
 from taso.substitutions.generate._softmax_families import softmax_transpose_rules
 from taso.substitutions.generate._transpose_families import (
     transpose_const_rules,
+    transpose_layer_scale_rules,
     transpose_two_const_rules,
+    unit_layer_scale_rules,
 )
 from taso.substitutions.generate._witness import guarded
 from taso.substitutions.rule import (
@@ -248,6 +250,8 @@ FAMILIES = {
     "conv_bias_merge_parallel_identity": merge_identity_rules,
     "affine_as_depthwise_conv": depthwise_affine_rules,
     "scale_as_depthwise_conv": depthwise_scale_rules,
+    "transpose_matmul_bias_mul_columns": transpose_layer_scale_rules,
+    "matmul_bias_mul_unit_columns": unit_layer_scale_rules,
     **{f"transpose_{op.lower()}_const{'_scalar' if scalar else ''}":
        (lambda op=op, scalar=scalar: transpose_const_rules(op, scalar=scalar))
        for op in ("Add", "Mul") for scalar in (False, True)},
