@@ -16,7 +16,7 @@ from taso.substitutions.generate import _verify
 from taso.substitutions.generate._refute import Method, compare_sides, refute
 from taso.substitutions.generate._refute_configs import choose_configs, constraints_hold
 from taso.substitutions.generate._verify import Verdict, verify_rule
-from taso.substitutions.rule import ParamVar, ProofStatus, Rule, load_rules
+from taso.substitutions.rule import ParamExpr, ParamVar, ProofStatus, Rule, load_rules
 from tests.helpers.rules import ANY, LIBRARY, node, relu_is_identity, rule
 
 
@@ -156,3 +156,29 @@ def test_a_nullary_constant_does_not_round_the_refuters_float64_inputs() -> None
     (scaled,) = spec_by_name("Mul").evaluate([ones, s], {})
     assert scaled.dtype == np.float64 and scaled[0] == s
     assert refute(_shipped("ax-affine_as_depthwise_conv")) is None
+
+
+def test_every_shipped_rule_gets_refutation_configs() -> None:
+    """Regrouping to 16- or 32-channel groups needs 16 or 32 channels, and a spatial mean two
+    axes: draws of dims 1-4 and of one axis never met those rules' constraints."""
+    assert [r.id for r in load_rules(LIBRARY).rules if not choose_configs(r)] == []
+
+
+def test_a_regroup_that_misplaces_the_old_groups_is_refuted() -> None:
+    """regroup(w; g/k, k) puts each filter in the wrong slice; it type-checks only where k
+    divides g/k (2-channel groups widened to 8 need 16 groups, 32 channels)."""
+    regroup = _shipped("ax-conv_regroup_bias-to8")
+    layout, conv = regroup.target.nodes
+    factor = dict(layout.params)["factor"]
+    misplaced = replace(layout, params=(("factor", factor), ("group", ParamExpr(f"group // {factor.expr}"))))
+    wrong = replace(regroup, id="wrong-regroup-layout", target=replace(regroup.target, nodes=(misplaced, conv)))
+    assert refute(regroup) is None
+    assert refute(wrong) is not None
+
+
+def test_a_spatial_mean_is_not_a_global_max() -> None:
+    gap = _shipped("ax-reduce_mean_spatial_as_gap")
+    whole = node("n0", "MaxPool", "x", kernel_shape=ParamExpr("(shape('x')[2], shape('x')[3])"))  # a global max
+    wrong = replace(gap, id="wrong-mean-as-max", target=replace(gap.target, nodes=(whole,)))
+    assert refute(gap) is None
+    assert refute(wrong) is not None

@@ -6,8 +6,9 @@ from the rule file's witness: the sampler
 
 1. reads what it can from the constraints (`rank(x) == r`, `shape(x) == (2, 3)`,
    `shape(x) == shape(y)`, `all(d == 1 for d in shape(k))`, `value(k) == c`);
-2. draws the remaining ranks (0-4) and every dim from a small pool (1-4; a pool per
-   attempt, so that dims coincide where the operators need them to), and a value from
+2. draws the remaining ranks (0-4) and every dim from a small pool (1-4, or 1, 2 and 16 or
+   32 for wide channels; a pool per attempt, so that dims coincide where the operators need
+   them to), and a value from
    `VALUE_DRAWS` for every input whose value a constraint or target parameter reads
    otherwise (``0 < value('s')``, ``clip(...; min value('t'))``): one value fills it;
 3. binds each parameter variable when the source first reads it, from a domain that
@@ -40,7 +41,9 @@ from taso.substitutions.rule import (
 
 Shape = tuple[int, ...]
 VALUE_DRAWS = (-1.5, -0.5, 0.0, 0.5, 2.0)
-_POOLS = ((2, 3), (1, 2, 3), (2, 3, 4), (1, 2), (3, 4), (2,), (1, 2, 3, 4))
+_POOLS = ((2, 3), (1, 2, 3), (2, 3, 4), (1, 2), (3, 4), (2,), (1, 2, 3, 4), (1, 2, 16), (1, 2, 32))
+"""Dims drawn per attempt; the last two reach the channel counts that regrouping a conv to
+16- or 32-channel groups needs (a pool of 1-4 never drew one, so those rules went unchecked)."""
 _RANKS = (0, 1, 2, 3, 4)
 _PATIENCE = 40  # attempts without a new config before the sampler stops
 ATTEMPTS = 3000
@@ -398,6 +401,8 @@ def _axes(shape: Shape, bound: Mapping[str, object], rng: random.Random) -> obje
     ones = [i for i, d in enumerate(shape) if d == 1]
     if ones and rng.random() < 0.5:
         return (rng.choice(ones),)
+    if len(shape) >= 2 and rng.random() < 0.5:  # two axes: a spatial mean's (2, 3)
+        return tuple(sorted(rng.sample(range(len(shape)), 2)))
     return (rng.randrange(len(shape) + 1),)
 
 
