@@ -6,9 +6,9 @@ from the rule file's witness: the sampler
 
 1. reads what it can from the constraints (`rank(x) == r`, `shape(x) == (2, 3)`,
    `shape(x) == shape(y)`, `all(d == 1 for d in shape(k))`, `value(k) == c`);
-2. draws the remaining ranks (0-4) and every dim from a small pool (1-4, or 1, 2 and 16 or
-   32 for wide channels; a pool per attempt, so that dims coincide where the operators need
-   them to), and a value from
+2. draws the remaining ranks (0-4) and every dim from a small pool (1-4; a pool per
+   attempt, so that dims coincide where the operators need them to; where no draw meets
+   the rule, from 1, 2 and 16 or 32, the channels of wide groups), and a value from
    `VALUE_DRAWS` for every input whose value a constraint or target parameter reads
    otherwise (``0 < value('s')``, ``clip(...; min value('t'))``): one value fills it;
 3. binds each parameter variable when the source first reads it, from a domain that
@@ -41,9 +41,11 @@ from taso.substitutions.rule import (
 
 Shape = tuple[int, ...]
 VALUE_DRAWS = (-1.5, -0.5, 0.0, 0.5, 2.0)
-_POOLS = ((2, 3), (1, 2, 3), (2, 3, 4), (1, 2), (3, 4), (2,), (1, 2, 3, 4), (1, 2, 16), (1, 2, 32))
-"""Dims drawn per attempt; the last two reach the channel counts that regrouping a conv to
-16- or 32-channel groups needs (a pool of 1-4 never drew one, so those rules went unchecked)."""
+_POOLS = ((2, 3), (1, 2, 3), (2, 3, 4), (1, 2), (3, 4), (2,), (1, 2, 3, 4))
+_WIDE_POOLS = ((1, 2, 16), (1, 2, 32))
+"""Dims drawn when the small pools give a rule no config at all: the channel counts that
+regrouping a conv to 16- or 32-channel groups needs (dims of 1-4 never met those rules'
+constraints, so they went unchecked)."""
 _RANKS = (0, 1, 2, 3, 4)
 _PATIENCE = 40  # attempts without a new config before the sampler stops
 ATTEMPTS = 3000
@@ -158,13 +160,20 @@ def _literal_float(text: str) -> float | None:
 
 def choose_configs(rule: Rule, *, count: int = 4, attempts: int = ATTEMPTS,
                    seed: int = 0) -> list[Config]:
-    """Up to `count` distinct well-typed configurations, the smallest first."""
-    rng, side = random.Random(seed), random.Random(seed + 1)
+    """Up to `count` distinct well-typed configurations, the smallest first (from wide dims
+    only where small ones give none)."""
     facts = _facts(rule)
+    return (_choose(rule, facts, count, attempts, seed, _POOLS)
+            or _choose(rule, facts, count, attempts, seed, _WIDE_POOLS))
+
+
+def _choose(rule: Rule, facts: _Facts, count: int, attempts: int, seed: int,
+            pools: Sequence[Sequence[int]]) -> list[Config]:
+    rng, side = random.Random(seed), random.Random(seed + 1)
     found: dict[str, Config] = {}
     last_new = 0
     for attempt in range(attempts):
-        config = _draw(rule, facts, rng, _POOLS[attempt % len(_POOLS)], side)
+        config = _draw(rule, facts, rng, pools[attempt % len(pools)], side)
         if config is not None and config.key() not in found:
             found[config.key()] = config
             last_new = attempt
