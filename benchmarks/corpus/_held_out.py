@@ -53,6 +53,14 @@ def _ultralytics(name: str, yaml: str, outputs: tuple[str, ...] = ("output0",)) 
     )
 
 
+UNSEEN_S48: tuple[Entry, ...] = (
+    # timm's ConvNeXt with dense MLPs (conv_mlp=False from tiny up): the layer scale after the
+    # permute back that stop 48's folds were written for, on torchvision's ConvNeXt-T
+    _timm("timm_convnext_tiny", "convnext_tiny"),
+)
+"""Fresh in stop 48."""
+
+
 UNSEEN_S47: tuple[Entry, ...] = (
     # families no rule was written against, first run in stop 47 (fresh_unseen_s47.md); its
     # EdgeNeXt-XXS moved to the corpus once the layer-scale fold was written against it, and
@@ -145,6 +153,7 @@ HELD_OUT: tuple[Entry, ...] = (
     *UNSEEN_S44,
     *UNSEEN_S46,
     *UNSEEN_S47,
+    *UNSEEN_S48,
     _qdq("tv_mobilenet_v3_large"),
     _qdq("tv_efficientnet_b0"),
     _qdynamic("tv_mnasnet0_5"),

@@ -268,6 +268,7 @@ ENTRIES: tuple[Entry, ...] = (
     _timm("timm_repghostnet_050", "repghostnet_050"),
     _timm("timm_repvit_m0_9", "repvit_m0_9"),  # its RepVggDw merge was written looking at it
     _timm("timm_edgenext_xx_small", "edgenext_xx_small"),  # its layer-scale fold was written looking at it (stop 47)
+    _tv("tv_convnext_tiny", "convnext_tiny"),  # its layer scale after the permute back, written looking at it (stop 48)
     _yolo("yolov8n"),
     _yolo("yolo11n"),
     *_HUGGING_FACE,
