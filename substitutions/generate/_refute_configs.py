@@ -201,8 +201,9 @@ def _draw(rule: Rule, facts: _Facts, rng: random.Random,
     shapes = _draw_shapes(rule, facts, rng, pool)
     bound = _bind_source(rule, shapes, facts.pinned, rng, side)
     if bound is not None and facts.derived:
-        # shapes derived from a parameter the source binds (a layer scale on the axis a
-        # Transpose's perm moves): derived again once it is bound, and the source re-walked
+        # derived shapes again, once the source's parameters are bound (a layer scale on the
+        # axis a Transpose's perm moves) and from shapes derived in the first pass (a chain:
+        # conv_bias_merge_parallel_identity's), and the source re-walked
         shapes = _derive(facts, shapes, rng, bound[0])
         bound = _bind_source(rule, shapes, bound[0], rng, side)
     if bound is None:

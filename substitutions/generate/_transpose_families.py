@@ -11,6 +11,11 @@ Transpose the constants are per channel, (1, 3, 1, 1). Moved by hand: 1.058x on
 keras_efficientnet_v2_b0, outputs identical. The permutation is a parameter variable read at
 match time, which the axioms' configs cannot express as one rule: each rule is an instance
 of its validated axiom (`taso.opspecs.axioms.layout`), with the axiom's configs as witnesses.
+
+Also here, as instances of their axioms in `taso.opspecs.axioms.converter`: a dense layer's
+layer scale folded into its columns where it is written after the permute back to NCHW,
+``transpose(x @ w + b, p) * g``, or at the product's rank, ``(x @ w + b) * g(1, 1, 1, N)``
+(ConvNeXt's, before and after the canonical stage sinks that permute).
 """
 
 from __future__ import annotations
@@ -69,7 +74,7 @@ _FOLDED = Pattern((PatternNode("gc", "Reshape", ("g",), (("shape", (-1,)),)),
                    PatternNode("m", "MatMul", ("x", "wg")), PatternNode("a", "Add", ("m", "bg"))))
 """x @ (w * g') + b * g' with g' = reshape(g, (-1,)): the layer scale folded into the columns."""
 
-MOVED_COLUMNS = "tuple(shape('w')[1] if axis == len(perm) - 1 else 1 for axis in perm)"
+_MOVED_COLUMNS = "tuple(shape('w')[1] if axis == len(perm) - 1 else 1 for axis in perm)"
 """The layer scale's shape on the permuted product: N on the axis perm moves w's columns to."""
 
 
@@ -79,7 +84,8 @@ def transpose_layer_scale_rules() -> list[Rule]:
     torchvision and timm ConvNeXt (the dense-MLP blocks) permute the MLP's output back to
     NCHW, then scale it by a per-channel layer scale, (C, 1, 1) or (1, C, 1, 1); ORT runs the
     Mul as a pass of its own over the block's activations. Folded into the second dense
-    layer's columns, by hand: 1.019x on a torchvision ConvNeXt-T export (AVX-512, 2 threads).
+    layer's columns: about 1.01x on a torchvision ConvNeXt-T export (AVX-512, 2 threads; A/B
+    runs of 60 to 200 pairs gave 1.005x to 1.019x), too little for the search to confirm.
     The permutation is a parameter variable, so the rule is an instance of its validated
     axiom (`taso.opspecs.axioms.converter`), with the axiom's configs as witnesses."""
     name = "transpose_matmul_bias_mul_columns"
@@ -88,7 +94,7 @@ def transpose_layer_scale_rules() -> list[Rule]:
     target = Pattern((*_FOLDED.nodes, PatternNode("t", "Transpose", ("a",), PERM)))
     constraints = ("not is_const('x')", "is_const('w')", "is_const('b')", "is_const('g')", "rank('w') == 2",
                    "len(perm) == rank('x')", "rank('x') >= 2", "shape('b') == (shape('w')[1],)",
-                   f"shape('g') == {MOVED_COLUMNS}[len(perm) - rank('g'):]")
+                   f"shape('g') == {_MOVED_COLUMNS}[len(perm) - rank('g'):]")
     inputs = tuple(PatternInput(n) for n in ("x", "w", "b", "g"))
     return [axiom_rule(name, find_axiom(name).math, inputs, source, target, (("n3", "t"),), constraints,
                        Exactness.REASSOCIATES, _witness(name))]
