@@ -18,16 +18,11 @@ from taso.pipeline._canonical import canonicalize
 from taso.pipeline._export import export
 from taso.substitutions.generate._refute import compare_sides, refute
 from taso.substitutions.matching import apply, find_matches
-from taso.substitutions.rule import Rule, load_rules
 from tests.helpers.graphs import make_graph, weight
 from tests.helpers.ort import assert_same_outputs
-from tests.helpers.rules import LIBRARY, applied_once, loosened
+from tests.helpers.rules import applied_once, loosened, shipped
 
 FORM = "cv-fold_mul_matmul_bias"
-
-
-def _library_rule(rule_id: str) -> Rule:
-    return next(r for r in load_rules(LIBRARY).rules if r.id == rule_id)
 
 
 def _mlp_tail(*, gamma: tuple[int, ...] = (4,), weight_input: bool = False, constants_first: bool = True):  # noqa: ANN202
@@ -56,7 +51,7 @@ def test_the_axiom_holds_for_columns_and_fails_for_rows() -> None:
 
 
 def test_the_form_ships_proved_and_its_shape_constraint_is_needed() -> None:
-    rule = _library_rule(FORM)
+    rule = shipped(FORM)
     assert rule.proof.method == "z3" and "matmul_mul_columns" in rule.proof.axioms_used
     assert refute(rule) is None
     assert refute(loosened(rule, "shape('g')")) is not None
@@ -65,7 +60,7 @@ def test_the_form_ships_proved_and_its_shape_constraint_is_needed() -> None:
 @pytest.mark.parametrize("constants_first", [True, False])
 def test_the_layer_scale_folds_into_the_dense_layer(constants_first: bool) -> None:
     graph = _mlp_tail(constants_first=constants_first)
-    rule = _library_rule(FORM)
+    rule = shipped(FORM)
     folded = applied_once(graph, rule)
     assert [n.op_type for n in export(folded).graph.node] == ["MatMul", "Add", "Relu"]  # w * g, b * g folded
     assert_same_outputs(graph, folded)
@@ -74,7 +69,7 @@ def test_the_layer_scale_folds_into_the_dense_layer(constants_first: bool) -> No
 @pytest.mark.parametrize("case", [{"gamma": (5, 1)}, {"gamma": (1, 5, 4)}, {"weight_input": True}],
                          ids=["rows", "wider-rank", "weight-at-run-time"])
 def test_other_scales_and_run_time_weights_stay(case: dict) -> None:
-    assert not find_matches(_mlp_tail(**case), _library_rule(FORM))
+    assert not find_matches(_mlp_tail(**case), shipped(FORM))
 
 
 MOVED = "ax-transpose_matmul_bias_mul_columns"
@@ -101,7 +96,7 @@ def test_the_permuted_axiom_holds_for_the_moved_columns_only() -> None:
 
 
 def test_the_permuted_rule_ships_and_its_shape_constraint_is_needed() -> None:
-    rule = _library_rule(MOVED)
+    rule = shipped(MOVED)
     assert rule.proof.axioms_used == ("transpose_matmul_bias_mul_columns",)
     assert refute(rule) is None
     assert refute(loosened(rule, "shape('g')")) is not None
@@ -110,14 +105,14 @@ def test_the_permuted_rule_ships_and_its_shape_constraint_is_needed() -> None:
 @pytest.mark.parametrize("gamma", [(4, 1, 1), (1, 4, 1, 1)], ids=["torchvision", "timm"])
 def test_the_layer_scale_folds_through_the_permute_back(gamma: tuple[int, ...]) -> None:
     graph = _permuted_tail(gamma=gamma)
-    folded = applied_once(graph, _library_rule(MOVED))
+    folded = applied_once(graph, shipped(MOVED))
     assert [n.op_type for n in export(folded).graph.node] == ["MatMul", "Add", "Transpose", "Relu"]
     assert_same_outputs(graph, folded)
 
 
 @pytest.mark.parametrize("gamma", [(1, 1, 3, 1), (5,), (4, 3, 1)], ids=["height", "width", "channels-and-height"])
 def test_a_scale_of_another_axis_stays(gamma: tuple[int, ...]) -> None:
-    assert not find_matches(_permuted_tail(gamma=gamma), _library_rule(MOVED))
+    assert not find_matches(_permuted_tail(gamma=gamma), shipped(MOVED))
 
 
 UNIT = "ax-matmul_bias_mul_unit_columns"
@@ -158,7 +153,7 @@ def test_the_axiom_at_the_products_rank_refuses_rows() -> None:
 
 
 def test_the_rule_at_the_products_rank_ships_and_needs_its_shape_constraint() -> None:
-    rule = _library_rule(UNIT)
+    rule = shipped(UNIT)
     assert refute(rule) is None
     inputs = {"x": np.ones((1, 2, 3, 3)), "w": np.eye(3), "b": np.zeros(3), "g": np.arange(1.0, 4.0).reshape(1, 1, 3, 1)}
     assert compare_sides(loosened(rule, "shape('g')"), inputs, {})  # rows scaled by columns' values
@@ -170,7 +165,7 @@ def test_convnext_blocks_fold_their_layer_scales_after_the_canonical_stage() -> 
     graph = canonical.graph
     scales = [n for n in graph.nodes.values() if n.op_type == "Mul"]
     assert len(scales) == 2 and all(graph.types[n.inputs[0]].shape == (1, 1, 1, 4) for n in scales)  # typed
-    rule = _library_rule(UNIT)
+    rule = shipped(UNIT)
     folded = graph
     for _ in range(2):
         folded = apply(folded, rule, find_matches(folded, rule)[0])

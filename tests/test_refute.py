@@ -17,7 +17,7 @@ from taso.substitutions.generate._refute import Method, compare_sides, refute
 from taso.substitutions.generate._refute_configs import choose_configs, constraints_hold
 from taso.substitutions.generate._verify import Verdict, verify_rule
 from taso.substitutions.rule import ParamExpr, ParamVar, ProofStatus, Rule, load_rules
-from tests.helpers.rules import ANY, LIBRARY, node, relu_is_identity, rule
+from tests.helpers.rules import ANY, LIBRARY, node, relu_is_identity, rule, shipped
 
 
 def _run(snippet: str) -> str:
@@ -53,7 +53,7 @@ def test_z3_finds_what_the_numeric_search_misses() -> None:
 
 
 def test_configs_follow_the_constraints_not_the_witness() -> None:
-    conv_bias = next(r for r in load_rules(LIBRARY).rules if r.id == "ax-conv_bias_add")
+    conv_bias = shipped("ax-conv_bias_add")
     configs = choose_configs(replace(conv_bias, provenance=()), count=4)
     assert len(configs) >= 2
     for config in configs:
@@ -63,7 +63,7 @@ def test_configs_follow_the_constraints_not_the_witness() -> None:
 
 
 def test_pinned_constants_keep_their_value() -> None:
-    hard_swish = next(r for r in load_rules(LIBRARY).rules if r.id == "ax-hard_swish_decompose-rev")
+    hard_swish = shipped("ax-hard_swish_decompose-rev")
     for config in choose_configs(hard_swish):
         assert config.values == {"k0": 3.0, "k1": 6.0}
     assert refute(hard_swish) is None
@@ -107,15 +107,11 @@ def test_a_rule_refuted_where_the_prover_cannot_type_it_is_refuted() -> None:
     assert check.verdict is Verdict.REFUTED and check.counterexample
 
 
-def _shipped(rule_id: str) -> Rule:
-    return next(r for r in load_rules(LIBRARY).rules if r.id == rule_id)
-
-
 @pytest.mark.parametrize("rule_id", ["ax-hard_sigmoid_sixth-rev", "ax-hard_sigmoid_div6-rev"])
 def test_a_rounded_constant_is_not_a_counterexample(rule_id: str) -> None:
     """hardsigmoid(x; fl(1/6), 1/2) vs clip(x + 3, 0, 6) * fl(1/6): near x = -3 the output
     cancels to ~0.005 while fl(1/6)'s error times |x| stays, a relative gap of ~3e-6."""
-    hard_sigmoid = _shipped(rule_id)
+    hard_sigmoid = shipped(rule_id)
     assert refute(hard_sigmoid) is None
     pinned = choose_configs(hard_sigmoid)[0].values  # k0 = 3 and the 6 or fl(1/6) the rule reads
     gap_inputs = {"x": np.full((1, 2, 1, 1), -2.9679), **{k: np.array([v]) for k, v in pinned.items()}}
@@ -123,7 +119,7 @@ def test_a_rounded_constant_is_not_a_counterexample(rule_id: str) -> None:
 
 
 def test_a_wrong_constant_is_still_refuted_with_a_rounding_slack() -> None:
-    hard_sigmoid = _shipped("ax-hard_sigmoid_div6-rev")
+    hard_sigmoid = shipped("ax-hard_sigmoid_div6-rev")
     assert hard_sigmoid.exactness.value == "rounds-constants"
     (target,) = hard_sigmoid.target.nodes
     for alpha in (0.2, 0.16666):  # 1/5; and 1/6 cut at five digits, off by 4e-6 of x
@@ -138,7 +134,7 @@ def test_rules_that_need_a_run_time_input_get_configs_and_wrong_ones_are_refuted
     needing = [r for r in load_rules(LIBRARY).rules if "not is_const('x')" in r.constraints]
     assert len(needing) >= 8
     assert [r.id for r in needing if not choose_configs(r)] == []
-    through = _shipped("ax-transpose_mul_const")
+    through = shipped("ax-transpose_mul_const")
     (tc,) = (n for n in through.target.nodes if n.id == "tc")
     untransposed = replace(through.target, nodes=tuple(n for n in through.target.nodes if n.id != "tc"))
     untransposed = replace(untransposed, nodes=tuple(
@@ -155,7 +151,7 @@ def test_a_nullary_constant_does_not_round_the_refuters_float64_inputs() -> None
     s = np.array(-0.6894577587329396)
     (scaled,) = spec_by_name("Mul").evaluate([ones, s], {})
     assert scaled.dtype == np.float64 and scaled[0] == s
-    assert refute(_shipped("ax-affine_as_depthwise_conv")) is None
+    assert refute(shipped("ax-affine_as_depthwise_conv")) is None
 
 
 def test_every_shipped_rule_gets_refutation_configs() -> None:
@@ -167,7 +163,7 @@ def test_every_shipped_rule_gets_refutation_configs() -> None:
 def test_a_regroup_that_misplaces_the_old_groups_is_refuted() -> None:
     """regroup(w; g/k, k) puts each filter in the wrong slice; it type-checks only where k
     divides g/k (2-channel groups widened to 8 need 16 groups, 32 channels)."""
-    regroup = _shipped("ax-conv_regroup_bias-to8")
+    regroup = shipped("ax-conv_regroup_bias-to8")
     layout, conv = regroup.target.nodes
     factor = dict(layout.params)["factor"]
     misplaced = replace(layout, params=(("factor", factor), ("group", ParamExpr(f"group // {factor.expr}"))))
@@ -177,7 +173,7 @@ def test_a_regroup_that_misplaces_the_old_groups_is_refuted() -> None:
 
 
 def test_a_spatial_mean_is_not_a_global_max() -> None:
-    gap = _shipped("ax-reduce_mean_spatial_as_gap")
+    gap = shipped("ax-reduce_mean_spatial_as_gap")
     whole = node("n0", "MaxPool", "x", kernel_shape=ParamExpr("(shape('x')[2], shape('x')[3])"))  # a global max
     wrong = replace(gap, id="wrong-mean-as-max", target=replace(gap.target, nodes=(whole,)))
     assert refute(gap) is None

@@ -117,10 +117,14 @@ def scales_unit_columns(shapes: Mapping[str, Shape]) -> bool:
     """`g` is (1, ..., 1, N) with N = w's last dim and no higher rank than x, w a matrix and b
     one value per column: the layer scale of ``x @ w + b`` written at the product's rank
     (as a Transpose sunk below it leaves it), where folding it keeps the product's shape."""
-    w, g = shapes["w"], tuple(shapes["g"])
-    if len(w) != 2 or len(shapes["x"]) < 2 or tuple(shapes["b"]) != (w[1],):
-        return False
-    return 1 <= len(g) <= len(shapes["x"]) and g == (1,) * (len(g) - 1) + (w[1],)
+    unpermuted = tuple(range(len(shapes["x"])))
+    return len(shapes["g"]) >= 1 and scales_moved_columns(shapes, unpermuted)
+
+
+def _folded_columns(a, v):  # noqa: ANN001, ANN202
+    """x @ (w * g') + b * g' with g' = reshape(g, (-1,)): a layer scale folded into the columns."""
+    g = reshape_1d(a, v["g"])
+    return a("Add", a("MatMul", v["x"], a("Mul", v["w"], g)), a("Mul", v["b"], g))
 
 
 UNIT_COLUMN_CONFIGS = (
@@ -261,15 +265,13 @@ AXIOMS = (
           "(g scales the axis p moves w's columns to)", ("x", "w", "b", "g"),
           lambda a, v, p: a("Mul", a("Transpose", a("Add", a("MatMul", v["x"], v["w"]), v["b"]), perm=p["perm"]),
                             v["g"]),
-          lambda a, v, p: a("Transpose", a("Add", a("MatMul", v["x"], a("Mul", v["w"], reshape_1d(a, v["g"]))),
-                                           a("Mul", v["b"], reshape_1d(a, v["g"]))), perm=p["perm"]),
+          lambda a, v, p: a("Transpose", _folded_columns(a, v), perm=p["perm"]),
           MOVED_COLUMN_CONFIGS, condition=lambda s, p: scales_moved_columns(s, tuple(p["perm"])),
           exactness=Exactness.REASSOCIATES),
     Axiom("matmul_bias_mul_unit_columns",
           "(x @ w + b) * g = x @ (w * g') + b * g', g' = reshape(g, (-1,))  (g is (1, ..., 1, N))",
           ("x", "w", "b", "g"),
           lambda a, v, p: a("Mul", a("Add", a("MatMul", v["x"], v["w"]), v["b"]), v["g"]),
-          lambda a, v, p: a("Add", a("MatMul", v["x"], a("Mul", v["w"], reshape_1d(a, v["g"]))),
-                            a("Mul", v["b"], reshape_1d(a, v["g"]))),
+          lambda a, v, p: _folded_columns(a, v),
           UNIT_COLUMN_CONFIGS, condition=lambda s, p: scales_unit_columns(s), exactness=Exactness.REASSOCIATES),
 )

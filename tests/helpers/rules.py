@@ -8,13 +8,15 @@
   `tests.helpers.strategies` generates: merges of parallel branches that share an input,
   weight folding, layout cancellation, reassociation. `fuzz_rules()` puts the shipped
   library first. tests/test_fuzz_rules.py checks each one on a witness model.
-- `LIBRARY`: the shipped rule file; `relu_is_identity`: a deliberately wrong rule.
+- `LIBRARY`: the shipped rule file, `shipped`: one of its rules by id; `relu_is_identity`: a
+  deliberately wrong rule.
 - `loosened`: a rule without some of its constraints (to show a test's graph is left alone
   by them, not by the rule's form); `applied_once`: a rule applied at its one match.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -34,11 +36,22 @@ from taso.substitutions.rule import (
     ProofStatus,
     Rule,
     TensorRole,
+    load_rules,
 )
 
 LIBRARY = Path(substitutions.__file__).parent / "library" / "rules.json"
 
 ANY, CONST = TensorRole.ANY, TensorRole.CONST
+
+
+@functools.cache
+def _shipped_by_id() -> dict[str, Rule]:
+    return {r.id: r for r in load_rules(LIBRARY).rules}
+
+
+def shipped(rule_id: str) -> Rule:
+    """The shipped library's rule `rule_id` (the file is read once per test session)."""
+    return _shipped_by_id()[rule_id]
 
 
 def rule(
