@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from taso.pipeline._lower_transposes import LOWER_TRANSPOSES
 from taso.pipeline._pad_channels import is_pad_rule
 from taso.report import Report, SiteNode, SweepRecord
 from taso.substitutions.rule import Rule
@@ -66,6 +67,11 @@ PADDING_FACTS = ("a whole-graph rewrite, not a rule: conv channel classes widene
                  "node an instance of a lemma validated by Z3 and numerically (opspecs/axioms/channel_pad.py); "
                  "exactness: reassociates (the wider kernels may sum in another order)")
 
+LOWERING_MATH = "transpose(x, p) = reshape(transpose(reshape(x, m), q), shape(transpose(x, p)))"
+LOWERING_FACTS = ("a whole-graph rewrite, not a rule: each Transpose of four or more axes above size 1 written with "
+                  "its size-1 axes dropped and the axes that stay adjacent merged (m, q); each an instance of a lemma "
+                  "validated by Z3 and numerically (opspecs/axioms/lowering.py); exactness: exact (elements are only moved)")
+
 
 def _joint_note(sweep: SweepRecord) -> list[str]:
     if not sweep.joint:
@@ -84,6 +90,8 @@ def _sweep_section(sweep: SweepRecord, rule: Rule | None) -> str:
     math = "" if rule is None else f'<p><span class="math">{_e(rule.math)}</span></p>'
     if is_pad_rule(sweep.rule_id):
         facts, math = PADDING_FACTS, f'<p><span class="math">{_e(PADDING_MATH)}</span></p>'
+    elif sweep.rule_id == LOWER_TRANSPOSES:
+        facts, math = LOWERING_FACTS, f'<p><span class="math">{_e(LOWERING_MATH)}</span></p>'
     return "\n".join([
         f"<h2>Kept: {_e(sweep.rule_id)}</h2>", math, *_joint_note(sweep),
         f"<p>{_e(facts)}. Applied at {sweep.rewrites} site{'s' if sweep.rewrites != 1 else ''}: {_e(gain)}"

@@ -20,6 +20,7 @@ from pathlib import Path
 from taso.errors import UsageError
 from taso.ir import Graph
 from taso.opspecs import spec_by_name
+from taso.pipeline._lower_transposes import LOWER_TRANSPOSES, lowered_rewrites
 from taso.pipeline._pad_channels import is_pad_rule, padded_rewrites
 from taso.pipeline.budget import Budget
 from taso.report import StopReason, Unwritten
@@ -191,17 +192,27 @@ def _padding(block: int | None) -> Expand:
     return padding
 
 
-def _with_padding(expand: Expand, block: int | None) -> Expand:
-    """`expand` and, for the sweeps alone, the channel padding to multiples of `block`
-    (`_pad_channels`; None: none): a whole-graph rewrite whose gain shows only when
-    measured whole."""
+def _layout(rule_id: str, block: int | None) -> Expand | None:
+    """The whole-graph layout rewrite swept as `rule_id`, or None for a rule's id."""
+    if is_pad_rule(rule_id):
+        return _padding(block)
+    if rule_id == LOWER_TRANSPOSES:
+        return lowered_rewrites
+    return None
+
+
+def _with_layouts(expand: Expand, block: int | None) -> Expand:
+    """`expand` and, for the sweeps alone, the whole-graph layout rewrites whose gain shows
+    only when measured whole: the channel padding to multiples of `block`
+    (`_pad_channels`; None: none) and the Transposes lowered (`_lower_transposes`)."""
     padding = _padding(block)
 
-    def with_padding(graph: Graph, near: frozenset[int] | None) -> Iterator[Rewrite]:
+    def with_layouts(graph: Graph, near: frozenset[int] | None) -> Iterator[Rewrite]:
         yield from expand(graph, near)
         yield from padding(graph, near)
+        yield from lowered_rewrites(graph, near)
 
-    return with_padding
+    return with_layouts
 
 
 @dataclass(frozen=True)
@@ -258,10 +269,10 @@ def run_search(
         by_id = {rule.id: rule for rule in rules}
         share = budget.sweeps()
         phase = sweep(
-            graph, _with_padding(expand, sweeping.channel_block), sweeping.judge, prior=sweeping.prior,
+            graph, _with_layouts(expand, sweeping.channel_block), sweeping.judge, prior=sweeping.prior,
             time_budget_s=share.seconds,
-            expand_rule=lambda rule_id: (_padding(sweeping.channel_block) if is_pad_rule(rule_id)
-                                         else make_expand([by_id[rule_id]], unwritten=log)),
+            expand_rule=lambda rule_id: (_layout(rule_id, sweeping.channel_block)
+                                         or make_expand([by_id[rule_id]], unwritten=log)),
             on_step=sweeping.on_step,
             screen=sweeping.screen, min_predicted=sweeping.min_predicted,
         )
