@@ -21,7 +21,8 @@ numerically; the rewrite copies, it computes nothing).
 Only a Transpose of at least `MIN_RANK` axes of size above 1 is lowered, where merging
 leaves fewer: an NCHW <-> NHWC Transpose (three such axes, merging to two) is one ORT fuses
 into the reorder of its blocked conv layout, and lowered it ran 2.5-4.6% slower (ConvNeXt,
-EdgeNeXt). All the Transposes are lowered as one whole-graph rewrite, swept and judged by
+EdgeNeXt), and neither is one read only by MatMul or Gemm, which ORT folds into them
+(`_FOLDS_TRANSPOSES`: a batch of heads' keys, ``k.transpose(-2, -1)``). All the Transposes are lowered as one whole-graph rewrite, swept and judged by
 measurement like any rule (`LOWER_TRANSPOSES`).
 """
 
@@ -46,6 +47,9 @@ MIN_RANK = 4
 
 _STANDARD = ("", "ai.onnx")
 _INT64 = 7
+_FOLDS_TRANSPOSES = frozenset({"MatMul", "Gemm"})
+"""Readers ORT folds a Transpose into (MatMul as FusedMatMul with transposed or batch-
+transposed operands): a Transpose read only by them is left as it is."""
 
 
 def lowerable(shape: Sequence[int], perm: Sequence[int]) -> Lowering | None:
@@ -108,6 +112,9 @@ def _site(graph: Graph, node: Node) -> _Site | None:
     given = node.attr("perm")
     perm = tuple(range(len(shape)))[::-1] if given is None else tuple(int(p) for p in given)  # type: ignore[union-attr]
     if sorted(perm) != list(range(len(shape))):
+        return None
+    readers = graph.consumers.get(node.outputs[0], ())
+    if readers and all(graph.nodes[reader].op_type in _FOLDS_TRANSPOSES for reader in readers):
         return None
     low = lowerable(shape, perm)
     return None if low is None else _Site(source, shape, perm, low)

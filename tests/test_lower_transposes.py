@@ -115,3 +115,15 @@ def test_the_sweeps_offer_the_lowering_and_keep_it_when_judged_faster() -> None:
                          budget=Budget.of(5), sweeping=Sweeping(_faster_when_lowered, AnalyticalCostModel()))
     assert [step.rule_id for step in outcome.sweeps if step.accepted] == [LOWER_TRANSPOSES]
     assert outcome.applied == {LOWER_TRANSPOSES: 1}
+
+
+def test_a_transpose_that_only_matmuls_read_is_left_to_ort() -> None:
+    """Keys transposed for ``q @ k^T`` with a batch of 2: ORT folds that Transpose into its
+    MatMul, which a Reshape in between would stop."""
+    nodes = [h.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             h.make_node("MatMul", ["q", "kt"], ["a"])]
+    graph = make_graph(nodes, {"q": (2, 3, 5, 4), "k": (2, 3, 5, 4)}, ["a"])
+    assert lowerable((2, 3, 5, 4), (0, 1, 3, 2)) is not None and lower_transposes(graph) is None
+    also_read = make_graph([*nodes, h.make_node("Relu", ["kt"], ["r"])], {"q": (2, 3, 5, 4), "k": (2, 3, 5, 4)},
+                           ["a", "r"])
+    assert lower_transposes(also_read) is not None
