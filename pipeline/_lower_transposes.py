@@ -21,9 +21,10 @@ numerically; the rewrite copies, it computes nothing).
 Only a Transpose of at least `MIN_RANK` axes of size above 1 is lowered, where merging
 leaves fewer: an NCHW <-> NHWC Transpose (three such axes, merging to two) is one ORT fuses
 into the reorder of its blocked conv layout, and lowered it ran 2.5-4.6% slower (ConvNeXt,
-EdgeNeXt), and neither is one read only by MatMul or Gemm, which ORT folds into them
-(`_FOLDS_TRANSPOSES`: a batch of heads' keys, ``k.transpose(-2, -1)``). All the Transposes are lowered as one whole-graph rewrite, swept and judged by
-measurement like any rule (`LOWER_TRANSPOSES`).
+EdgeNeXt). Nor is one that only MatMul or Gemm read (`_FOLDS_TRANSPOSES`: a batch of
+heads' keys, ``k.transpose(-2, -1)``), which ORT folds into them. All the Transposes are
+lowered as one whole-graph rewrite, swept and judged by measurement like any rule
+(`LOWER_TRANSPOSES`).
 """
 
 from __future__ import annotations
