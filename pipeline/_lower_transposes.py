@@ -111,7 +111,9 @@ def _site(graph: Graph, node: Node) -> _Site | None:
         return None
     shape = tuple(int(d) for d in source.shape or ())  # type: ignore[arg-type]
     given = node.attr("perm")
-    perm = tuple(range(len(shape)))[::-1] if given is None else tuple(int(p) for p in given)  # type: ignore[union-attr]
+    if given is not None and not isinstance(given, tuple):  # a reference to a function's attribute
+        return None
+    perm = tuple(range(len(shape)))[::-1] if given is None else tuple(int(p) for p in given)  # type: ignore[arg-type]
     if sorted(perm) != list(range(len(shape))):
         return None
     readers = graph.consumers.get(node.outputs[0], ())

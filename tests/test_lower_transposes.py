@@ -127,3 +127,14 @@ def test_a_transpose_that_only_matmuls_read_is_left_to_ort() -> None:
     also_read = make_graph([*nodes, h.make_node("Relu", ["kt"], ["r"])], {"q": (2, 3, 5, 4), "k": (2, 3, 5, 4)},
                            ["a", "r"])
     assert lower_transposes(also_read) is not None
+
+
+def test_a_perm_that_is_not_a_plain_list_is_left_alone() -> None:
+    """Inside a function body a Transpose's perm can refer to the caller's attribute: no
+    permutation is known, nothing is lowered (and nothing crashes)."""
+    graph = _attention_split()
+    node_id, node = next((i, n) for i, n in graph.nodes.items() if n.op_type == "Transpose" and n.outputs == ("t",))
+    reference = onnx.AttributeProto(name="perm", ref_attr_name="perm", type=onnx.AttributeProto.INTS)
+    referring = dataclasses.replace(node, attributes=(("perm", reference),))
+    nodes = {**graph.nodes, node_id: referring}
+    assert lower_transposes(dataclasses.replace(graph, nodes=nodes)) is None
