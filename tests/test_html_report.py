@@ -18,7 +18,16 @@ from taso.backends import AnalyticalCostModel
 from taso.examples.make_model import build as build_example
 from taso.ir import INTERNAL_DOMAIN, Graph
 from taso.pipeline._choose import sweep_record as _sweep_record
-from taso.pipeline._html import PADDING_FACTS, PADDING_MATH, report_html, site_graph, site_svg
+from taso.pipeline._html import (
+    LOWERING_FACTS,
+    LOWERING_MATH,
+    PADDING_FACTS,
+    PADDING_MATH,
+    report_html,
+    site_graph,
+    site_svg,
+)
+from taso.pipeline._lower_transposes import LOWER_TRANSPOSES
 from taso.pipeline._pad_channels import pad_rule_id
 from taso.pipeline._rewriting import Sweeping, default_rules, run_search
 from taso.pipeline.budget import Budget
@@ -78,6 +87,15 @@ def test_a_kept_channel_padding_says_what_it_rests_on(swept: tuple[Report, list]
     padded = dataclasses.replace(report, sweeps=(dataclasses.replace(first, rule_id=pad_rule_id(8)),))
     page = report_html(padded, rules)
     assert _escaped(PADDING_FACTS) in page and _escaped(PADDING_MATH) in page
+    assert "rule not among the rules given" not in page
+
+
+def test_kept_lowered_transposes_say_what_they_rest_on(swept: tuple[Report, list]) -> None:
+    report, rules = swept
+    first = next(s for s in report.sweeps if s.kept)
+    lowered = dataclasses.replace(report, sweeps=(dataclasses.replace(first, rule_id=LOWER_TRANSPOSES),))
+    page = report_html(lowered, rules)
+    assert _escaped(LOWERING_FACTS) in page and _escaped(LOWERING_MATH) in page
     assert "rule not among the rules given" not in page
 
 
