@@ -36,9 +36,8 @@ from onnx import helper, numpy_helper
 
 from taso._constness import Constness
 from taso.ir import Graph, Initializer, Node, TensorType
-from taso.pipeline._rewire import FreshNames, rewired
+from taso.pipeline._rewire import STANDARD, FreshNames, int64_initializer, rewired, transpose_perm
 
-_STANDARD = ("", "ai.onnx")
 _SMALL = 1 << 16  # elements of a constant operand transposed along
 
 UNARY = frozenset({
@@ -90,7 +89,7 @@ def sink_transposes(graph: Graph, counts: Counter[str]) -> Graph:
 
 
 def _transposes(graph: Graph) -> int:
-    return sum(1 for node in graph.nodes.values() if node.op_type == "Transpose" and node.domain in _STANDARD)
+    return sum(1 for node in graph.nodes.values() if node.op_type == "Transpose" and node.domain in STANDARD)
 
 
 def _sink_pass(graph: Graph) -> tuple[Graph, int] | None:
@@ -142,7 +141,7 @@ def _without_unread_transposes(graph: Graph) -> Graph:
     captured = graph.captured
     while True:
         unread = [node_id for node_id, node in graph.nodes.items()
-                  if node.op_type == "Transpose" and node.domain in _STANDARD
+                  if node.op_type == "Transpose" and node.domain in STANDARD
                   and not graph.consumers.get(node.outputs[0])
                   and node.outputs[0] not in graph.outputs and node.outputs[0] not in captured]
         if not unread:
@@ -152,14 +151,10 @@ def _without_unread_transposes(graph: Graph) -> Graph:
 
 def _perm(graph: Graph, node: Node) -> tuple[int, ...] | None:
     """A standard Transpose's permutation (its default: the axes reversed); None otherwise."""
-    if node.op_type != "Transpose" or node.domain not in _STANDARD or len(node.outputs) != 1:
+    if node.op_type != "Transpose" or len(node.outputs) != 1 or len(node.inputs) != 1:
         return None
     rank = _rank(graph, node.inputs[0])
-    if rank is None:
-        return None
-    perm = node.attr("perm")
-    perm = tuple(range(rank))[::-1] if perm is None else tuple(int(p) for p in perm)  # type: ignore[union-attr]
-    return perm if sorted(perm) == list(range(rank)) else None
+    return None if rank is None else transpose_perm(node, rank)
 
 
 def _rank(graph: Graph, name: str) -> int | None:
@@ -170,7 +165,7 @@ def _rank(graph: Graph, name: str) -> int | None:
 def _move(graph: Graph, constness: Constness, fresh: FreshNames, transpose: Node,
           perm: tuple[int, ...], reader_id: int) -> _Move | None:
     reader = graph.nodes[reader_id]
-    if reader.domain not in _STANDARD or len(reader.outputs) != 1 or reader.has_subgraphs:
+    if reader.domain not in STANDARD or len(reader.outputs) != 1 or reader.has_subgraphs:
         return None
     t, x = transpose.outputs[0], transpose.inputs[0]
     if reader.op_type == "Transpose":
@@ -273,7 +268,7 @@ def _reduction(graph: Graph, constness: Constness, fresh: FreshNames, reader_id:
     value = constness.small_value(reader.inputs[1], rank)
     if value is None or value.dtype.kind not in "iu" or value.size == 0:
         return None
-    init = _int64_initializer(fresh, reader.inputs[1], sorted(perm[int(a) % rank] for a in value.reshape(-1)))
+    init = int64_initializer(fresh, reader.inputs[1], sorted(perm[int(a) % rank] for a in value.reshape(-1)))
     return _below(graph, fresh, reader_id, reader, perm, {0: x, 1: init.name},
                   node=replace(reader, proto=None), initializers=(init,))
 
@@ -303,13 +298,6 @@ def _pad(graph: Graph, constness: Constness, fresh: FreshNames, reader_id: int, 
     value = constness.small_value(reader.inputs[1], 2 * rank)
     if value is None or value.dtype.kind not in "iu" or value.size != 2 * rank:
         return None
-    init = _int64_initializer(fresh, reader.inputs[1], moved(value.reshape(-1).tolist()))
+    init = int64_initializer(fresh, reader.inputs[1], moved(value.reshape(-1).tolist()))
     return _below(graph, fresh, reader_id, reader, perm, {0: x, 1: init.name},
                   node=replace(reader, proto=None), initializers=(init,))
-
-
-def _int64_initializer(fresh: FreshNames, hint: str, values: Sequence[int]) -> Initializer:
-    """A new 1-d int64 constant (moved axes or pads) named after `hint`."""
-    array = np.asarray(values, dtype=np.int64)
-    name = fresh.take(hint)
-    return Initializer(name, TensorType(7, array.shape), numpy_helper.from_array(array, name))

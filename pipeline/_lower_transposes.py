@@ -32,12 +32,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-from onnx import numpy_helper
-
 from taso.ir import Graph, Initializer, Node, TensorType
 from taso.opspecs.axioms.lowering import Lowering, lowering
-from taso.pipeline._rewire import FreshNames
+from taso.pipeline._rewire import FreshNames, int64_initializer, transpose_perm
 from taso.search.rewrite import Rewrite
 
 LOWER_TRANSPOSES = "layout/lower-transposes"
@@ -46,8 +43,6 @@ LOWER_TRANSPOSES = "layout/lower-transposes"
 MIN_RANK = 4
 """Axes of size above 1 a Transpose needs to be lowered."""
 
-_STANDARD = ("", "ai.onnx")
-_INT64 = 7
 _FOLDS_TRANSPOSES = frozenset({"MatMul", "Gemm"})
 """Readers ORT folds a Transpose into (MatMul as FusedMatMul with transposed or batch-
 transposed operands): a Transpose read only by them is left as it is."""
@@ -104,17 +99,14 @@ class _Site:
 
 
 def _site(graph: Graph, node: Node) -> _Site | None:
-    if node.op_type != "Transpose" or node.domain not in _STANDARD or len(node.inputs) != 1:
+    if len(node.inputs) != 1:
         return None
     source = graph.types.get(node.inputs[0])
     if source is None or not source.is_static or len(node.outputs) != 1 or not node.outputs[0]:
         return None
     shape = tuple(int(d) for d in source.shape or ())  # type: ignore[arg-type]
-    given = node.attr("perm")
-    if given is not None and not isinstance(given, tuple):  # a reference to a function's attribute
-        return None
-    perm = tuple(range(len(shape)))[::-1] if given is None else tuple(int(p) for p in given)  # type: ignore[arg-type]
-    if sorted(perm) != list(range(len(shape))):
+    perm = transpose_perm(node, len(shape))
+    if perm is None:
         return None
     readers = graph.consumers.get(node.outputs[0], ())
     if readers and all(graph.nodes[reader].op_type in _FOLDS_TRANSPOSES for reader in readers):
@@ -126,10 +118,10 @@ def _site(graph: Graph, node: Node) -> _Site | None:
 def _lowered(node: Node, site: _Site, fresh: FreshNames) -> tuple[list[Node], dict[str, TensorType], list[Initializer]]:
     """Reshape, merged Transpose, Reshape back (or one Reshape), writing `node`'s output."""
     low, name, output = site.low, node.name or "Transpose", node.outputs[0]
-    back = _shape_constant(fresh, f"{output}_shape", tuple(site.shape[p] for p in site.perm))
+    back = int64_initializer(fresh, f"{output}_shape", tuple(site.shape[p] for p in site.perm))
     if low.is_reshape:
         return [Node("Reshape", "", (node.inputs[0], back.name), (output,), name=f"{name}_lowered")], {}, [back]
-    into = _shape_constant(fresh, f"{output}_merged_shape", low.shape)
+    into = int64_initializer(fresh, f"{output}_merged_shape", low.shape)
     merged, moved = fresh.take(f"{output}_merged"), fresh.take(f"{output}_moved")
     nodes = [
         Node("Reshape", "", (node.inputs[0], into.name), (merged,), name=f"{name}_merge"),
@@ -139,9 +131,3 @@ def _lowered(node: Node, site: _Site, fresh: FreshNames) -> tuple[list[Node], di
     elem = site.source.elem_type
     types = {merged: TensorType(elem, low.shape), moved: TensorType(elem, tuple(low.shape[p] for p in low.perm))}
     return nodes, types, [into, back]
-
-
-def _shape_constant(fresh: FreshNames, hint: str, dims: Sequence[int]) -> Initializer:
-    array = np.asarray(dims, dtype=np.int64)
-    name = fresh.take(hint)
-    return Initializer(name, TensorType(_INT64, array.shape), numpy_helper.from_array(array, name))
