@@ -22,6 +22,7 @@ from benchmarks._corpus_run import (
     Group,
     ModelFile,
     OpProfile,
+    _kernel_ms_by_op,
     corpus_models,
     group_speedups,
 )
@@ -145,6 +146,22 @@ def test_outside_share_counts_every_conv_and_matmul_form_as_flops() -> None:
     flop_bound = OpProfile("m", "", 3, (("NchwcConv", 8.0), ("Relu", 2.0)))
     assert flop_bound.group is Group.FLOP_BOUND
     assert OpProfile("m", "", 0, (), error="boom").group is Group.NOT_PROFILED
+
+
+def _kernel_event(node: str, op: str, ts: int, dur: int) -> dict[str, object]:
+    return {"cat": "Node", "name": f"{node}_kernel_time", "ts": ts, "dur": dur, "args": {"op_name": op}}
+
+
+def test_a_run_slowed_by_the_machine_does_not_move_the_profile() -> None:
+    warm_up = [{"cat": "Session", "name": "model_run", "ts": 0, "dur": 10},
+               _kernel_event("conv", "Conv", 1, 500), _kernel_event("dq", "DequantizeLinear", 2, 500)]
+    runs = []
+    for index, dq_us in enumerate((100, 100, 900, 100, 100)):  # the third run's DQ is slowed
+        start = 100 * (index + 1)
+        runs += [_kernel_event("conv", "Conv", start, 300), _kernel_event("dq", "DequantizeLinear", start + 1, dq_us)]
+    op_ms = _kernel_ms_by_op(warm_up + runs)
+    assert op_ms == pytest.approx({"Conv": 1.5, "DequantizeLinear": 0.5})
+    assert OpProfile("m", "", 5, tuple(op_ms.items())).outside_share == pytest.approx(0.25)
 
 
 def _timed(ratio: float) -> PairTiming:
