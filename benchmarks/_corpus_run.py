@@ -178,17 +178,19 @@ def _kernel_ms_by_op(events: Iterable[Mapping[str, object]]) -> dict[str, float]
         key=lambda e: e["ts"],  # type: ignore[arg-type, return-value]
     )
     warm_end = runs[0]["ts"] + runs[0]["dur"] if runs else 0  # type: ignore[operator]
-    durations: dict[tuple[str, str], list[float]] = defaultdict(list)
+    durations: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for event in events:
         name = str(event.get("name", ""))
         if event.get("cat") != "Node" or not name.endswith(_KERNEL_SUFFIX):
             continue
         if event["ts"] < warm_end:  # type: ignore[operator]
             continue
-        op = str(event.get("args", {}).get("op_name", "?"))  # type: ignore[union-attr]
-        durations[(op, name)].append(float(event["dur"]) / 1e3)  # type: ignore[arg-type]
+        args = event.get("args", {})
+        op = str(args.get("op_name", "?"))  # type: ignore[union-attr]
+        node = (op, name, str(args.get("node_index", "")))  # type: ignore[union-attr]
+        durations[node].append(float(event["dur"]) / 1e3)  # type: ignore[arg-type]
     totals: dict[str, float] = defaultdict(float)
-    for (op, _), node_ms in durations.items():
+    for (op, _, _), node_ms in durations.items():
         totals[op] += float(np.median(node_ms)) * len(node_ms)
     return dict(totals)
 
