@@ -7,9 +7,10 @@ shapes their manifests record, as the `--shape` spec taso and the measurement ge
 threads, ORT_ENABLE_ALL, spinning off): one warm-up run, then enough runs for about a
 second, and sums the kernel durations of the runs after the first, each node at its
 median duration, by the op ORT ran (`args.op_name` of each `*_kernel_time` event: ORT's
-fused ops, such as FusedConv or NchwcConv, under their own names). `OpProfile.outside_share` is the share of that time
-spent outside the FLOP ops (`FLOP_OPS`); a model at `ELEMENTWISE_HEAVY_SHARE` or above is
-in the elementwise-heavy group, below it in the FLOP-bound group.
+fused ops, such as FusedConv or NchwcConv, under their own names).
+`OpProfile.outside_share` is the share of that time spent outside the FLOP ops
+(`FLOP_OPS`); a model at `ELEMENTWISE_HEAVY_SHARE` or above is in the elementwise-heavy
+group, below it in the FLOP-bound group.
 
 `group_speedups` gives each tool's geomean speedup per group. A tool that did not give a
 measured output with matching outputs on a model counts as 1.0x there (the user keeps

@@ -320,8 +320,8 @@ def _corpus_notes() -> list[str]:
         "tools run with their defaults (no shape options).",
         "outside Conv/MatMul/Gemm: the original profiled with ORT's profiler (ORT_ENABLE_ALL, "
         "the benchmark's thread count, spinning off), each node's median kernel duration "
-        "times its runs, summed by the op ORT ran, the warm-up run excluded. FLOP ops: " + ", ".join(sorted(FLOP_OPS)) + "; every "
-        "other op (elementwise, activations, normalization, pooling, layout reorders, "
+        "times its runs, summed by the op ORT ran, the warm-up run excluded. FLOP ops: "
+        + ", ".join(sorted(FLOP_OPS)) + "; every other op (elementwise, activations, normalization, pooling, layout reorders, "
         "Attention, quantize/dequantize) counts as outside. A model at "
         f"{ELEMENTWISE_HEAVY_SHARE:.0%} or more outside is elementwise-heavy, below it "
         "FLOP-bound.",

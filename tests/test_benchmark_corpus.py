@@ -148,8 +148,9 @@ def test_outside_share_counts_every_conv_and_matmul_form_as_flops() -> None:
     assert OpProfile("m", "", 0, (), error="boom").group is Group.NOT_PROFILED
 
 
-def _kernel_event(node: str, op: str, ts: int, dur: int) -> dict[str, object]:
-    return {"cat": "Node", "name": f"{node}_kernel_time", "ts": ts, "dur": dur, "args": {"op_name": op}}
+def _kernel_event(node: str, op: str, ts: int, dur: int, index: int = 0) -> dict[str, object]:
+    return {"cat": "Node", "name": f"{node}_kernel_time", "ts": ts, "dur": dur,
+            "args": {"op_name": op, "node_index": str(index)}}
 
 
 def test_a_run_slowed_by_the_machine_does_not_move_the_profile() -> None:
@@ -162,6 +163,14 @@ def test_a_run_slowed_by_the_machine_does_not_move_the_profile() -> None:
     op_ms = _kernel_ms_by_op(warm_up + runs)
     assert op_ms == pytest.approx({"Conv": 1.5, "DequantizeLinear": 0.5})
     assert OpProfile("m", "", 5, tuple(op_ms.items())).outside_share == pytest.approx(0.25)
+
+
+def test_nodes_with_one_event_name_keep_their_own_medians() -> None:
+    # Three Relu nodes ORT named alike (told apart by their node index), one of them slow.
+    warm_up = [{"cat": "Session", "name": "model_run", "ts": 0, "dur": 10}]
+    runs = [_kernel_event("", "Relu", 100 * run + index, 900 if index == 2 else 100, index)
+            for run in range(1, 4) for index in range(3)]
+    assert _kernel_ms_by_op(warm_up + runs) == pytest.approx({"Relu": 3.3})
 
 
 def _timed(ratio: float) -> PairTiming:
