@@ -64,9 +64,7 @@ def lowered_rewrites(graph: Graph, near: frozenset[int] | None) -> Iterator[Rewr
         return
     lowered = lower_transposes(graph)
     if lowered is not None:
-        removed = frozenset(graph.nodes.keys() - lowered.nodes.keys())
-        added = frozenset(lowered.nodes.keys() - graph.nodes.keys())
-        yield Rewrite(LOWER_TRANSPOSES, lowered, removed, added)
+        yield Rewrite.between(LOWER_TRANSPOSES, graph, lowered)
 
 
 def lower_transposes(graph: Graph) -> Graph | None:

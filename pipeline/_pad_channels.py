@@ -123,9 +123,7 @@ def padded_rewrites(graph: Graph, near: frozenset[int] | None, *, block: int = B
         return
     padding = pad_channels(graph, block=block)
     if padding is not None:
-        removed = frozenset(graph.nodes.keys() - padding.graph.nodes.keys())
-        added = frozenset(padding.graph.nodes.keys() - graph.nodes.keys())
-        yield Rewrite(pad_rule_id(block), padding.graph, removed, added)
+        yield Rewrite.between(pad_rule_id(block), graph, padding.graph)
 
 
 def pad_channels(graph: Graph, *, block: int = BLOCK) -> Padding | None:

@@ -166,9 +166,7 @@ def make_expand(
                     if unwritten is not None and variant.kind is Unapplicable.OPSET:
                         unwritten.add(rule.id, match, variant.reason)
                     continue
-                removed = frozenset(graph.nodes.keys() - variant.nodes.keys())
-                added = frozenset(variant.nodes.keys() - graph.nodes.keys())
-                yield Rewrite(rule.id, variant, removed, added)
+                yield Rewrite.between(rule.id, graph, variant)
 
     def expand(graph: Graph, near: frozenset[int] | None) -> Iterator[Rewrite]:
         if priority is None:

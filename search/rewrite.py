@@ -50,6 +50,12 @@ class Rewrite:
     removed: frozenset[int]
     added: frozenset[int]
 
+    @classmethod
+    def between(cls, rule_id: str, parent: Graph, variant: Graph) -> Rewrite:
+        """`variant` as a rewrite of `parent`: the ids only one of them has changed."""
+        return cls(rule_id, variant, frozenset(parent.nodes.keys() - variant.nodes.keys()),
+                   frozenset(variant.nodes.keys() - parent.nodes.keys()))
+
 
 class Expansion(enum.Enum):
     """How the search asks `expand` for the rewrites of a child graph."""
