@@ -77,9 +77,8 @@ from taso.pipeline._canonical_qdq import (
     unsigned_activations,
 )
 from taso.pipeline._canonical_transpose import sink_transposes
-from taso.pipeline._rewire import rewired
+from taso.pipeline._rewire import STANDARD, rewired
 
-_STANDARD = ("", "ai.onnx")
 _SMALL = 1 << 16  # elements: a neutral or one-element constant is read, never a weight
 _BROADCASTING = frozenset({"Add", "Sub", "Mul", "Div"})
 
@@ -139,7 +138,7 @@ def _bypass(graph: Graph, counts: Counter[str], what: str, kept: Kept, *, prune:
     captured = graph.captured
     renames: dict[str, str] = {}
     for node in graph.nodes.values():
-        if node.domain not in _STANDARD or len(node.outputs) != 1:
+        if node.domain not in STANDARD or len(node.outputs) != 1:
             continue
         out = node.outputs[0]
         if out in graph.outputs or out in captured:
@@ -211,7 +210,7 @@ def _chain_start_of_same_shape(graph: Graph, node: Node) -> str | None:
         if producer is None:
             break
         current = graph.nodes[producer[0]]
-        if current.op_type not in _RESHAPES or current.domain not in _STANDARD:
+        if current.op_type not in _RESHAPES or current.domain not in STANDARD:
             break
     return found
 
@@ -228,7 +227,7 @@ def _unread_pure_nodes(graph: Graph) -> list[int]:
             if node_id not in removed:
                 readers.update(name for name in node.inputs if name)
         for node_id, node in graph.nodes.items():
-            if node_id in removed or node.op_type not in _PURE or node.domain not in _STANDARD:
+            if node_id in removed or node.op_type not in _PURE or node.domain not in STANDARD:
                 continue
             if not any(readers[o] or o in graph.outputs or o in captured for o in node.outputs):
                 removed.add(node_id)
@@ -275,7 +274,7 @@ def _scalar_constants(graph: Graph, counts: Counter[str]) -> Graph:
     scalars: dict[str, Initializer] = {}
     changed: dict[int, Node] = {}
     for node_id, node in graph.nodes.items():
-        if node.op_type not in _BROADCASTING or node.domain not in _STANDARD or len(node.inputs) != 2:
+        if node.op_type not in _BROADCASTING or node.domain not in STANDARD or len(node.inputs) != 2:
             continue
         inputs = list(node.inputs)
         for index, (name, other) in enumerate(((inputs[0], inputs[1]), (inputs[1], inputs[0]))):

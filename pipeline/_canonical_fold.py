@@ -42,6 +42,7 @@ from taso._onnx_import import inferred_types
 from taso._proto_size import tensor_byte_bound
 from taso.backends import max_ir_version
 from taso.ir import Graph, Node, TensorType
+from taso.pipeline._rewire import STANDARD
 
 FOLDED = "constant computation folded"
 STATIC_DIMS = "static dims of a dynamic shape folded"
@@ -51,7 +52,6 @@ join its conv."""
 SMALL = 1 << 16
 """Elements: larger constants are weights, larger results are not shape arithmetic."""
 
-_STANDARD = ("", "ai.onnx")
 _NOT_FOLDED = frozenset({
     "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
     "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Constant",
@@ -118,7 +118,7 @@ def _computable(graph: Graph) -> dict[int, Node]:
 
 
 def _can_compute(graph: Graph, constness: Constness, node: Node, known: set[str]) -> bool:
-    if node.domain not in _STANDARD or node.op_type in _NOT_FOLDED or node.has_subgraphs:
+    if node.domain not in STANDARD or node.op_type in _NOT_FOLDED or node.has_subgraphs:
         return False
     if any(o in graph.outputs or o in graph.captured for o in node.outputs):
         return False
@@ -243,7 +243,7 @@ def _shape_read(graph: Graph, node: Node) -> Node | None:
         return None
     producer = graph.producers.get(node.inputs[0])
     shape_node = graph.nodes[producer[0]] if producer else None
-    if shape_node is None or shape_node.op_type != "Shape" or shape_node.domain not in _STANDARD:
+    if shape_node is None or shape_node.op_type != "Shape" or shape_node.domain not in STANDARD:
         return None
     return shape_node
 
@@ -306,7 +306,7 @@ def _no_longer_needed(graph: Graph, computable: Mapping[int, Node], folded: froz
     removed = []
     for node_id in reversed(graph.topological_order):
         node = graph.nodes[node_id]
-        removable = node_id in computable or (node.op_type in _PURE and node.domain in _STANDARD)
+        removable = node_id in computable or (node.op_type in _PURE and node.domain in STANDARD)
         if removable and not any(o in needed for o in node.outputs):
             removed.append(node_id)
         else:

@@ -42,12 +42,11 @@ from onnx import numpy_helper
 
 from taso._constness import Constness
 from taso.ir import Graph, Initializer, Node, TensorType
-from taso.pipeline._rewire import FreshNames, rewired
+from taso.pipeline._rewire import STANDARD, FreshNames, rewired
 
 UNSIGNED_ACTIVATIONS = "int8 activation Q -> DQ written as uint8"
 SIMPLIFICATION_ID = "canonical/qdq-uint8-activations"
 
-_STANDARD = ("", "ai.onnx")
 _INT8, _UINT8 = onnx.TensorProto.INT8, onnx.TensorProto.UINT8
 _SHIFT = 128  # int8 [-128, 127] + 128 = uint8 [0, 255]
 
@@ -116,7 +115,7 @@ def _reads_as_data(graph: Graph, constness: Constness, reader: int, value: str) 
 
 
 def _is_standard(node: Node, op_type: str) -> bool:
-    return node.op_type == op_type and node.domain in _STANDARD
+    return node.op_type == op_type and node.domain in STANDARD
 
 
 def _int8_point(constness: Constness, name: str) -> np.ndarray | None:

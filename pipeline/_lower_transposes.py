@@ -97,7 +97,7 @@ class _Site:
 
 
 def _site(graph: Graph, node: Node) -> _Site | None:
-    if len(node.inputs) != 1:
+    if node.op_type != "Transpose" or len(node.inputs) != 1:  # the cheap test first: every node comes here
         return None
     source = graph.types.get(node.inputs[0])
     if source is None or not source.is_static or len(node.outputs) != 1 or not node.outputs[0]:

@@ -46,6 +46,7 @@ import numpy as np
 from onnx import numpy_helper
 
 from taso.ir import Graph, Initializer, Node, TensorType
+from taso.pipeline._rewire import STANDARD
 from taso.search.rewrite import Rewrite
 
 PAD_CHANNELS = "layout/pad-channels-"
@@ -65,7 +66,6 @@ def is_pad_rule(rule_id: str) -> bool:
     """Whether `rule_id` is channel padding's, to whatever block (`pad_rule_id`)."""
     return rule_id.startswith(PAD_CHANNELS)
 
-_STANDARD = ("", "ai.onnx")
 CARRIED = frozenset({"Relu", "HardSwish", "HardSigmoid", "Sigmoid", "Tanh", "Clip", "GlobalAveragePool",
                       "MaxPool", "AveragePool", "Identity"})
 """Ops that carry each channel to the same channel of their first output, finite to finite."""
@@ -279,7 +279,7 @@ class _Kind(enum.Enum):
 def _kind(graph: Graph, node: Node, channels: Callable[[str], int | None]) -> _Kind:
     """How `node` treats channels: carries them (`CARRIED`, spatial Pad, BatchNormalization),
     elementwise with constants it can extend, a group-1 or depthwise conv, or anything else."""
-    if node.domain not in _STANDARD or not node.outputs or channels(node.outputs[0]) is None:
+    if node.domain not in STANDARD or not node.outputs or channels(node.outputs[0]) is None:
         return _Kind.OTHER
     if len(node.outputs) > 1 and any(node.outputs[1:]):
         return _Kind.OTHER
